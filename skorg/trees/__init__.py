@@ -1,0 +1,6 @@
+"""Partition trees: the flat-array tree, its builders and leaf orderings."""
+
+from ._builders import dyadic_tree, linkage_tree
+from ._partition_tree import PartitionTree
+
+__all__ = ["PartitionTree", "dyadic_tree", "linkage_tree"]
