@@ -1,6 +1,7 @@
 """Partition trees: the flat-array tree, its builders and leaf orderings."""
 
 from ._builders import dyadic_tree, linkage_tree
+from ._flexible import flexible_tree
 from ._partition_tree import PartitionTree
 
-__all__ = ["PartitionTree", "dyadic_tree", "linkage_tree"]
+__all__ = ["PartitionTree", "dyadic_tree", "flexible_tree", "linkage_tree"]

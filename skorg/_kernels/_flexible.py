@@ -1,0 +1,125 @@
+"""numba kernels of the flexible tree: the join rule and folder-mean distances."""
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def _find(root, i):
+    while root[i] != i:
+        root[i] = root[root[i]]
+        i = root[i]
+    return i
+
+
+@numba.njit(cache=True)
+def join_round(dist, tree_constant):
+    """One round of the flexible-tree join rule on m current nodes.
+
+    ``dist`` is the (m, m) mean diffusion distance between nodes; it is
+    copied. Returns the cluster label (0..k-1, by first appearance in node
+    order) of every node and the number of joins made (0 means no progress).
+    """
+    m = dist.shape[0]
+    D = dist.copy()
+    for i in range(m):
+        for j in range(m):
+            if not np.isfinite(D[i, j]):
+                D[i, j] = np.inf
+        D[i, i] = np.inf
+    flat = np.sort(D.ravel())
+    half = flat.shape[0] // 2
+    if flat.shape[0] % 2 == 1:
+        med = flat[half]
+    else:
+        lo = flat[half - 1]
+        hi = flat[half]
+        med = hi if np.isinf(hi) else 0.5 * (lo + hi)
+    penalty = med / tree_constant
+
+    rowmin = np.empty(m)
+    nearest = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        best = 0
+        for j in range(1, m):
+            if D[i, j] < D[i, best]:
+                best = j
+        nearest[i] = best
+        rowmin[i] = D[i, best]
+
+    root = np.arange(m)
+    size = np.ones(m, dtype=np.int64)
+    joins = 0
+    while True:
+        i = 0
+        for a in range(1, m):
+            if rowmin[a] < rowmin[i]:
+                i = a
+        if not np.isfinite(rowmin[i]):
+            break
+        if rowmin[i] >= med and joins > 0:
+            break
+        j = nearest[i]
+        ri = _find(root, i)
+        rj = _find(root, j)
+        si = size[ri]
+        sj = size[rj]
+        if ri != rj and (si + sj == 2 or D[i, j] < penalty * 2.0 ** (1.0 - si * sj)):
+            root[rj] = ri
+            size[ri] = si + sj
+            rowmin[i] = np.inf
+            rowmin[j] = np.inf
+            joins += 1
+        else:
+            D[i, j] = np.inf
+            best = 0
+            for b in range(1, m):
+                if D[i, b] < D[i, best]:
+                    best = b
+            nearest[i] = best
+            rowmin[i] = D[i, best]
+
+    labels = np.empty(m, dtype=np.int64)
+    remap = np.full(m, -1, dtype=np.int64)
+    count = 0
+    for i in range(m):
+        r = _find(root, i)
+        if remap[r] < 0:
+            remap[r] = count
+            count += 1
+        labels[i] = remap[r]
+    return labels, joins
+
+
+@numba.njit(cache=True, parallel=True)
+def mean_pairwise_distance(embedding, labels, n_groups):
+    """Mean Euclidean distance between the points of every pair of groups."""
+    n, k = embedding.shape
+    sums = np.zeros((n_groups, n_groups))
+    counts = np.zeros(n_groups)
+    for i in range(n):
+        counts[labels[i]] += 1.0
+    # accumulate per point row into its own group row: parallel over groups
+    members_ptr = np.zeros(n_groups + 1, dtype=np.int64)
+    for i in range(n):
+        members_ptr[labels[i] + 1] += 1
+    for g in range(n_groups):
+        members_ptr[g + 1] += members_ptr[g]
+    fill = members_ptr[:-1].copy()
+    members = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        members[fill[labels[i]]] = i
+        fill[labels[i]] += 1
+    for g in numba.prange(n_groups):
+        for p in range(members_ptr[g], members_ptr[g + 1]):
+            i = members[p]
+            for j in range(n):
+                acc = 0.0
+                for c in range(k):
+                    diff = embedding[i, c] - embedding[j, c]
+                    acc += diff * diff
+                sums[g, labels[j]] += np.sqrt(acc)
+    for a in range(n_groups):
+        for b in range(n_groups):
+            sums[a, b] /= counts[a] * counts[b]
+    return sums
