@@ -7,6 +7,7 @@ from ._affinity import (
     gaussian_affinity,
 )
 from ._diffusion import diffusion_eigenpairs, diffusion_embedding
+from ._ordering_quality import neumann_stress, order_spearman
 
 __all__ = [
     "affinity_matrix",
@@ -15,4 +16,6 @@ __all__ = [
     "diffusion_eigenpairs",
     "diffusion_embedding",
     "gaussian_affinity",
+    "neumann_stress",
+    "order_spearman",
 ]
