@@ -1,0 +1,583 @@
+"""Orthonormal Haar bases on partition trees and their fast transforms."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from .._kernels import _haar as _kernels
+from ..trees import PartitionTree
+
+__all__ = [
+    "bihaar_transform",
+    "haar_basis",
+    "haar_coefficient_info",
+    "haar_support",
+    "haar_transform",
+    "inverse_bihaar_transform",
+    "inverse_haar_transform",
+    "inverse_multi_haar_transform",
+    "inverse_trihaar_transform",
+    "multi_haar_transform",
+    "trihaar_transform",
+]
+
+_ORDERS = ("bfs", "reference")
+
+
+@dataclass(frozen=True)
+class _HaarPlan:
+    """Per-coefficient arrays of the Haar basis of one tree in one coefficient order.
+
+    Detail coefficient ``k`` (coefficient ``k + 1`` overall, after psi_0) lives on
+    folder ``cnode[k]`` with '+' child ``cplus[k]`` of size ``s`` and the rest of
+    the folder (size ``M``): ``wplus = M / N`` and ``wminus = s / N`` with
+    ``N = sqrt(s M (s + M))``. ``clast[k]`` is the last sorted child of the folder
+    on its final coefficient, -1 otherwise.
+    """
+
+    leaf_order: np.ndarray
+    child_ptr: np.ndarray
+    parent: np.ndarray
+    first_leaf: int
+    cnode: np.ndarray
+    cplus: np.ndarray
+    clast: np.ndarray
+    wplus: np.ndarray
+    wminus: np.ndarray
+    rank: np.ndarray
+    plus_size: np.ndarray
+    minus_size: np.ndarray
+
+    def kernel_args(self):
+        return (
+            self.leaf_order,
+            self.child_ptr,
+            self.parent,
+            self.first_leaf,
+            self.cnode,
+            self.cplus,
+            self.clast,
+            self.wplus,
+            self.wminus,
+        )
+
+
+def _node_order(tree, order):
+    """Rank of every node in the folder order of the coefficients."""
+    if order == "bfs":
+        return np.arange(tree.n_nodes)
+    # reference: by level, then by the smallest point index the folder holds
+    min_point = np.empty(tree.n_nodes, dtype=np.intp)
+    for lvl in range(tree.n_levels):
+        nodes = tree.level_nodes(lvl)
+        min_point[nodes] = np.minimum.reduceat(tree.leaf_order, tree.start[nodes])
+    rank = np.empty(tree.n_nodes, dtype=np.intp)
+    rank[np.lexsort((min_point, tree.level))] = np.arange(tree.n_nodes)
+    return rank
+
+
+def _build_plan(tree, order):
+    n_children = tree.n_children
+    node_rank = _node_order(tree, order)
+    kids = np.arange(1, tree.n_nodes)
+    kids = kids[n_children[tree.parent[kids]] >= 2]
+    # children by size descending; among equal sizes the later child (larger id) first
+    kids = kids[np.lexsort((-kids, -tree.size[kids], node_rank[tree.parent[kids]]))]
+    par = tree.parent[kids]
+    group_start = np.flatnonzero(np.r_[kids.shape[0] > 0, par[1:] != par[:-1]])
+    group_len = np.diff(np.r_[group_start, kids.shape[0]])
+    offset = np.repeat(group_start, group_len)
+    rank = np.arange(kids.shape[0]) - offset
+    sizes = tree.size[kids]
+    csum = np.cumsum(sizes)
+    done = csum - np.repeat(csum[group_start] - sizes[group_start], group_len)
+    is_coef = rank < np.repeat(group_len, group_len) - 1
+    s = sizes[is_coef].astype(np.float64)
+    m = (tree.size[par] - done)[is_coef].astype(np.float64)
+    norm = np.sqrt(s * m * (s + m))
+    clast = np.full(s.shape[0], -1, dtype=np.intp)
+    clast[np.cumsum(group_len - 1) - 1] = kids[group_start + group_len - 1]
+    n_levels = tree.n_levels
+    return _HaarPlan(
+        leaf_order=np.array(tree.leaf_order, dtype=np.intp),
+        child_ptr=np.array(tree.child_ptr, dtype=np.intp),
+        parent=np.array(tree.parent, dtype=np.intp),
+        first_leaf=int(tree.level_ptr[n_levels - 1]),
+        cnode=np.ascontiguousarray(par[is_coef], dtype=np.intp),
+        cplus=np.ascontiguousarray(kids[is_coef], dtype=np.intp),
+        clast=clast,
+        wplus=m / norm,
+        wminus=s / norm,
+        rank=rank[is_coef].astype(np.intp),
+        plus_size=sizes[is_coef].astype(np.intp),
+        minus_size=m.astype(np.intp),
+    )
+
+
+_PLAN_CACHE: OrderedDict = OrderedDict()
+_PLAN_CACHE_SIZE = 64
+
+
+def _get_plan(tree, order="bfs"):
+    if order not in _ORDERS:
+        raise ValueError(f"order must be one of {_ORDERS}, got {order!r}.")
+    key = (id(tree), order)
+    hit = _PLAN_CACHE.get(key)
+    # the tree is kept in the entry so that its id cannot be reused while cached
+    if hit is not None and hit[0] is tree:
+        _PLAN_CACHE.move_to_end(key)
+        return hit[1]
+    plan = _build_plan(tree, order)
+    _PLAN_CACHE[key] = (tree, plan)
+    if len(_PLAN_CACHE) > _PLAN_CACHE_SIZE:
+        _PLAN_CACHE.popitem(last=False)
+    return plan
+
+
+# ---------------------------------------------------------------------- validation
+def _check_tree(tree, name="tree"):
+    if not isinstance(tree, PartitionTree):
+        raise TypeError(f"{name} must be a skorg.trees.PartitionTree, got {type(tree).__name__}.")
+    return tree
+
+
+def _check_array(X, name="X", min_ndim=1):
+    """A finite float32/float64 array (other real dtypes become float64)."""
+    X = np.asarray(X)
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}.")
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    if X.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {X.shape}.")
+    if X.size == 0:
+        raise ValueError(f"{name} is empty (shape {X.shape}); every axis needs at least one entry.")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(
+            f"{name} contains NaN or infinity; the Haar transform needs finite values."
+        )
+    return X
+
+
+def _check_axis(axis, ndim):
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of range for an array with {ndim} dimension(s).")
+    return axis % ndim
+
+
+def _check_tree_matches(tree, X, axis, name="tree"):
+    if tree.n_points != X.shape[axis]:
+        raise ValueError(
+            f"{name} has {tree.n_points} points but axis {axis} of the data has length "
+            f"{X.shape[axis]}; the tree must be built on that axis."
+        )
+
+
+def _check_trees(trees, X, allow_none=True):
+    trees = list(trees)
+    if len(trees) != X.ndim:
+        raise ValueError(
+            f"Expected one tree per axis: {X.ndim} for data of shape {X.shape}, got {len(trees)}."
+        )
+    for ax, tree in enumerate(trees):
+        if tree is None and allow_none:
+            continue
+        _check_tree(tree, f"trees[{ax}]")
+        _check_tree_matches(tree, X, ax, f"trees[{ax}]")
+    return trees
+
+
+# ---------------------------------------------------------------------- cores
+def _apply_along(X, plan, axis, inverse, out=None):
+    shape = X.shape
+    n = shape[axis]
+    A = int(np.prod(shape[:axis], dtype=np.int64))
+    B = int(np.prod(shape[axis + 1 :], dtype=np.int64))
+    flat = np.ascontiguousarray(X).reshape(-1)
+    if out is None:
+        out = np.empty(shape, dtype=X.dtype)
+    kernel = _kernels.haar_inverse if inverse else _kernels.haar_forward
+    kernel(flat, out.reshape(-1), A, n, B, *plan.kernel_args(), numba.get_num_threads())
+    return out
+
+
+def _multi(X, trees, order, inverse):
+    # ping-pong between two buffers of ours: memory stays at two arrays of the size of X
+    spare = None
+    input_is_ours = False
+    for ax, tree in enumerate(trees):
+        if tree is None:
+            continue
+        Y = _apply_along(X, _get_plan(tree, order), ax, inverse, out=spare)
+        spare = X if input_is_ours else None
+        input_is_ours = True
+        X = Y
+    return X if input_is_ours else X.copy()
+
+
+# ---------------------------------------------------------------------- 1-D
+def haar_transform(X, tree, *, axis=-1, order="bfs"):
+    """Haar coefficients of X along one axis, on a partition tree.
+
+    Parameters
+    ----------
+    X : array-like of shape (..., n_points, ...)
+        Real data; float32 stays float32, any other real dtype becomes float64.
+    tree : PartitionTree
+        A tree on the ``n_points`` entries of axis ``axis``.
+    axis : int, default=-1
+        The axis to transform (every other index is a separate vector).
+    order : {"bfs", "reference"}, default="bfs"
+        Coefficient order. ``"bfs"``: psi_0, then the folders by node id (level by level,
+        left to right along the leaf order), ``i`` within a folder. ``"reference"``: the
+        folders of each level by the smallest point index they hold, as in the reference
+        implementation.
+
+    Returns
+    -------
+    C : ndarray of the shape of X
+        ``C`` along ``axis`` holds the coefficients ``<x, psi_k>`` in coefficient order.
+
+    See Also
+    --------
+    inverse_haar_transform, haar_basis, haar_coefficient_info, multi_haar_transform
+
+    Notes
+    -----
+    psi_0 is the constant ``1 / sqrt(n)``. A folder with ``m >= 2`` children, sorted by
+    size descending (ties: the child later in the leaf order first), has ``m - 1``
+    vectors; vector ``i`` is ``+M_i / N_i`` on child ``i`` and ``-s_i / N_i`` on the
+    sorted children after it, with ``s_i`` the size of child ``i``, ``M_i`` the size of
+    the children after it and ``N_i = sqrt(s_i M_i (s_i + M_i))``; one-child folders and
+    leaves add no vector. The coefficients come from folder sums accumulated bottom-up,
+    so the cost is O(number of nodes) per vector, at most O(n * depth), and no basis
+    matrix is formed [1]_ [2]_.
+
+    References
+    ----------
+    .. [1] Gavish, Nadler, Coifman, "Multiscale wavelets on trees, graphs and high
+       dimensional data", ICML 2010.
+    .. [2] Coifman, Gavish, "Harmonic analysis of digital data bases", 2011.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.trees import dyadic_tree
+    >>> from skorg.transforms import haar_transform
+    >>> haar_transform(np.array([1.0, 1.0, 3.0, 3.0]), dyadic_tree(4)).round(6)
+    array([4., 2., 0., 0.])
+    """
+    X = _check_array(X)
+    axis = _check_axis(axis, X.ndim)
+    _check_tree(tree)
+    _check_tree_matches(tree, X, axis)
+    return _apply_along(X, _get_plan(tree, order), axis, inverse=False)
+
+
+def inverse_haar_transform(C, tree, *, axis=-1, order="bfs"):
+    """Data from its Haar coefficients along one axis (inverse of :func:`haar_transform`).
+
+    Parameters
+    ----------
+    C : array-like of shape (..., n_points, ...)
+        Coefficients in the order given by ``order``.
+    tree : PartitionTree
+    axis : int, default=-1
+    order : {"bfs", "reference"}, default="bfs"
+
+    Returns
+    -------
+    X : ndarray of the shape of C
+        ``X = sum_k C_k psi_k`` along ``axis``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.trees import dyadic_tree
+    >>> from skorg.transforms import inverse_haar_transform
+    >>> inverse_haar_transform(np.array([4.0, 2.0, 0.0, 0.0]), dyadic_tree(4)).round(6)
+    array([1., 1., 3., 3.])
+    """
+    C = _check_array(C, "C")
+    axis = _check_axis(axis, C.ndim)
+    _check_tree(tree)
+    _check_tree_matches(tree, C, axis)
+    return _apply_along(C, _get_plan(tree, order), axis, inverse=True)
+
+
+# ---------------------------------------------------------------------- N-D
+def multi_haar_transform(X, trees, *, order="bfs"):
+    """Haar transform along several axes: one tree per axis (the tensor-product basis).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_0, n_1, ...)
+    trees : sequence of PartitionTree or None
+        One entry per axis of X; ``None`` leaves that axis as it is.
+    order : {"bfs", "reference"}, default="bfs"
+
+    Returns
+    -------
+    C : ndarray of the shape of X
+        ``C[a, b, ...] = <X, psi_a (x) psi_b (x) ...>``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.trees import dyadic_tree
+    >>> from skorg.transforms import multi_haar_transform
+    >>> C = multi_haar_transform(np.ones((2, 4)), [dyadic_tree(2), dyadic_tree(4)])
+    >>> C.round(6)
+    array([[2.828427, 0.      , 0.      , 0.      ],
+           [0.      , 0.      , 0.      , 0.      ]])
+    """
+    X = _check_array(X)
+    trees = _check_trees(trees, X)
+    return _multi(X, trees, order, inverse=False)
+
+
+def inverse_multi_haar_transform(C, trees, *, order="bfs"):
+    """Inverse of :func:`multi_haar_transform`.
+
+    Parameters
+    ----------
+    C : array-like of shape (n_0, n_1, ...)
+    trees : sequence of PartitionTree or None
+    order : {"bfs", "reference"}, default="bfs"
+
+    Returns
+    -------
+    X : ndarray of the shape of C
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.trees import dyadic_tree
+    >>> from skorg.transforms import inverse_multi_haar_transform
+    >>> C = np.zeros((2, 2)); C[0, 0] = 2.0
+    >>> inverse_multi_haar_transform(C, [dyadic_tree(2), dyadic_tree(2)]).round(6)
+    array([[1., 1.],
+           [1., 1.]])
+    """
+    C = _check_array(C, "C")
+    trees = _check_trees(trees, C)
+    return _multi(C, trees, order, inverse=True)
+
+
+def _check_ndim(X, ndim, func):
+    if X.ndim != ndim:
+        raise ValueError(f"{func} needs a {ndim}-D array, got shape {X.shape}.")
+
+
+def bihaar_transform(X, row_tree, col_tree, *, order="bfs"):
+    """Bi-Haar coefficients ``H_r^T X H_c`` of a matrix on a row tree and a column tree.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_rows, n_cols)
+    row_tree, col_tree : PartitionTree
+    order : {"bfs", "reference"}, default="bfs"
+
+    Returns
+    -------
+    C : ndarray of shape (n_rows, n_cols)
+
+    See Also
+    --------
+    multi_haar_transform, inverse_bihaar_transform
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.trees import dyadic_tree
+    >>> from skorg.transforms import bihaar_transform
+    >>> bihaar_transform(np.eye(2), dyadic_tree(2), dyadic_tree(2)).round(6)
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    X = _check_array(X)
+    _check_ndim(X, 2, "bihaar_transform")
+    return multi_haar_transform(X, [row_tree, col_tree], order=order)
+
+
+def inverse_bihaar_transform(C, row_tree, col_tree, *, order="bfs"):
+    """Matrix from its bi-Haar coefficients: ``H_r C H_c^T``.
+
+    Parameters
+    ----------
+    C : array-like of shape (n_rows, n_cols)
+    row_tree, col_tree : PartitionTree
+    order : {"bfs", "reference"}, default="bfs"
+
+    Returns
+    -------
+    X : ndarray of shape (n_rows, n_cols)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.trees import dyadic_tree
+    >>> from skorg.transforms import inverse_bihaar_transform
+    >>> inverse_bihaar_transform(np.eye(2), dyadic_tree(2), dyadic_tree(2)).round(6)
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    C = _check_array(C, "C")
+    _check_ndim(C, 2, "inverse_bihaar_transform")
+    return inverse_multi_haar_transform(C, [row_tree, col_tree], order=order)
+
+
+def trihaar_transform(X, tree0, tree1, tree2, *, order="bfs"):
+    """Tri-Haar coefficients of a 3-tensor: the tree Haar transform along each axis.
+
+    A thin wrapper of :func:`multi_haar_transform` for 3-D arrays.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_0, n_1, n_2)
+    tree0, tree1, tree2 : PartitionTree or None
+        Trees on the three axes (``None`` leaves an axis as it is).
+    order : {"bfs", "reference"}, default="bfs"
+
+    Returns
+    -------
+    C : ndarray of shape (n_0, n_1, n_2)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.trees import dyadic_tree
+    >>> from skorg.transforms import trihaar_transform
+    >>> round(float(trihaar_transform(np.ones((2, 2, 2)), *[dyadic_tree(2)] * 3)[0, 0, 0]), 6)
+    2.828427
+    """
+    X = _check_array(X)
+    _check_ndim(X, 3, "trihaar_transform")
+    return multi_haar_transform(X, [tree0, tree1, tree2], order=order)
+
+
+def inverse_trihaar_transform(C, tree0, tree1, tree2, *, order="bfs"):
+    """Inverse of :func:`trihaar_transform`.
+
+    Parameters
+    ----------
+    C : array-like of shape (n_0, n_1, n_2)
+    tree0, tree1, tree2 : PartitionTree or None
+    order : {"bfs", "reference"}, default="bfs"
+
+    Returns
+    -------
+    X : ndarray of shape (n_0, n_1, n_2)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.trees import dyadic_tree
+    >>> from skorg.transforms import inverse_trihaar_transform
+    >>> C = np.zeros((2, 2, 2)); C[0, 0, 0] = 2.0 ** 1.5
+    >>> inverse_trihaar_transform(C, *[dyadic_tree(2)] * 3).round(6).ravel()
+    array([1., 1., 1., 1., 1., 1., 1., 1.])
+    """
+    C = _check_array(C, "C")
+    _check_ndim(C, 3, "inverse_trihaar_transform")
+    return inverse_multi_haar_transform(C, [tree0, tree1, tree2], order=order)
+
+
+# ---------------------------------------------------------------------- basis and metadata
+def haar_basis(tree, *, order="bfs"):
+    """The Haar basis of a tree as a dense orthonormal matrix.
+
+    For inspection and tests; the transforms never form it.
+
+    Parameters
+    ----------
+    tree : PartitionTree
+    order : {"bfs", "reference"}, default="bfs"
+
+    Returns
+    -------
+    basis : ndarray of shape (n_points, n_points)
+        Column ``k`` is ``psi_k`` indexed by point, so ``haar_transform(x) == basis.T @ x``.
+
+    Examples
+    --------
+    >>> from skorg.trees import dyadic_tree
+    >>> from skorg.transforms import haar_basis
+    >>> (haar_basis(dyadic_tree(2)) * 2**0.5).round(6)
+    array([[ 1., -1.],
+           [ 1.,  1.]])
+    """
+    _check_tree(tree)
+    eye = np.eye(tree.n_points)
+    return _apply_along(eye, _get_plan(tree, order), 1, inverse=True).T.copy()
+
+
+def haar_coefficient_info(tree, *, order="bfs"):
+    """Where every Haar coefficient of a tree lives, in coefficient order.
+
+    Parameters
+    ----------
+    tree : PartitionTree
+    order : {"bfs", "reference"}, default="bfs"
+
+    Returns
+    -------
+    info : dict of ndarray of shape (n_points,)
+        - ``"node"``: the folder (node id) of the vector, the root (0) for psi_0;
+        - ``"level"``: the level of that folder (root 0);
+        - ``"rank"``: position ``i`` of the '+' child among the sorted children, -1 for psi_0;
+        - ``"plus_node"``: node id of the '+' child, -1 for psi_0;
+        - ``"plus_size"``, ``"minus_size"``: ``s_i`` and ``M_i`` (``n`` and 0 for psi_0);
+        - ``"support"``: ``s_i + M_i``, the number of points where the vector is non-zero
+          (``n`` for psi_0).
+
+    Examples
+    --------
+    >>> from skorg.trees import dyadic_tree
+    >>> from skorg.transforms import haar_coefficient_info
+    >>> haar_coefficient_info(dyadic_tree(4))["support"]
+    array([4, 4, 2, 2])
+    """
+    _check_tree(tree)
+    plan = _get_plan(tree, order)
+    n = tree.n_points
+    node = np.r_[0, plan.cnode].astype(np.intp)
+    plus_size = np.r_[n, plan.plus_size].astype(np.intp)
+    minus_size = np.r_[0, plan.minus_size].astype(np.intp)
+    return {
+        "node": node,
+        "level": np.asarray(tree.level)[node].astype(np.intp),
+        "rank": np.r_[-1, plan.rank].astype(np.intp),
+        "plus_node": np.r_[-1, plan.cplus].astype(np.intp),
+        "plus_size": plus_size,
+        "minus_size": minus_size,
+        "support": plus_size + minus_size,
+    }
+
+
+def haar_support(tree, *, order="bfs"):
+    """Support size of every Haar basis vector of a tree, in coefficient order.
+
+    Parameters
+    ----------
+    tree : PartitionTree
+    order : {"bfs", "reference"}, default="bfs"
+
+    Returns
+    -------
+    support : ndarray of int of shape (n_points,)
+
+    Examples
+    --------
+    >>> from skorg.trees import PartitionTree
+    >>> from skorg.transforms import haar_support
+    >>> haar_support(PartitionTree.from_levels([[0, 0, 0], [0, 1, 2]]))
+    array([3, 3, 2])
+    """
+    _check_tree(tree)
+    plan = _get_plan(tree, order)
+    return np.r_[tree.n_points, plan.plus_size + plan.minus_size].astype(np.intp)
