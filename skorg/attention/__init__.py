@@ -1,0 +1,47 @@
+"""Attention toolkit: extract attention maps from torch models, rank, mask and prune heads.
+
+This subpackage needs the ``attention`` extra (torch, and transformers for Hugging Face
+models); ``import skorg`` never imports it. TransformerLens models are supported by duck typing
+of their hook names when TransformerLens is installed.
+"""
+
+try:
+    import torch  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without torch
+    raise ImportError(
+        "skorg.attention needs torch; install it with `pip install skorg[attention]`."
+    ) from exc
+
+from ._corpus import stdlib_sentences
+from ._extract import AttentionMaps, extract_attention
+from ._mask import attention_layout, gate_heads, mask_heads
+from ._network import compare_networks, network_entropy, network_tensor
+from ._prune import PruningResult, prune_curves
+from ._rank import (
+    attention_entropy,
+    head_confidence,
+    head_gradient_importance,
+    head_sparsity,
+    rank_heads,
+    ranking_stability,
+)
+
+__all__ = [
+    "AttentionMaps",
+    "PruningResult",
+    "attention_entropy",
+    "attention_layout",
+    "compare_networks",
+    "extract_attention",
+    "gate_heads",
+    "head_confidence",
+    "head_gradient_importance",
+    "head_sparsity",
+    "mask_heads",
+    "network_entropy",
+    "network_tensor",
+    "prune_curves",
+    "rank_heads",
+    "ranking_stability",
+    "stdlib_sentences",
+]

@@ -1,0 +1,286 @@
+"""Head scores (organized-tree sparsity and the standard baselines), rankings and stability."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+
+from ._mask import attention_layout, gate_heads
+from ._network import _l1_entropy, network_tensor
+
+__all__ = [
+    "attention_entropy",
+    "head_confidence",
+    "head_gradient_importance",
+    "head_sparsity",
+    "rank_heads",
+    "ranking_stability",
+]
+
+# Which end of each score is pruned first (the head the score calls least useful).
+PRUNE_FIRST = {
+    "sparsity": "low",  # few Haar coefficients: near-uniform or trivially structured maps
+    "attention_entropy": "high",  # diffuse heads (Clark et al. 2019)
+    "confidence": "low",  # Voita et al. 2019
+    "gradient": "low",  # Michel et al. 2019
+}
+
+
+def _default_organize(X):
+    from skorg import QuestionnaireOrganizer
+
+    return QuestionnaireOrganizer(preset="paper_3d_heads").fit(X).trees_
+
+
+def head_sparsity(
+    maps, *, organize=None, trees=None, selection="support", k=400, normalize=False, entropy=None
+):
+    """Per-head bi-Haar l1 entropy on the organized query and key trees.
+
+    For every sample, the network tensor (queries x keys x heads) is organized, and each head's
+    map is expanded in the bi-Haar basis of the query and key trees; the score is the l1 norm
+    of the selected coefficients (SPEC section 6). Low values mean a sparse, well organized
+    head.
+
+    Parameters
+    ----------
+    maps : AttentionMaps
+    organize : callable, optional
+        ``organize(X) -> trees`` for a network tensor X; by default
+        ``QuestionnaireOrganizer(preset="paper_3d_heads").fit(X).trees_``.
+    trees : sequence of PartitionTree, optional
+        Fixed (query tree, key tree, ...) used for every sample instead of organizing.
+    selection : {"all", "support", "coarsest"}, default="support"
+    k : int, default=400
+    normalize : bool, default=False
+    entropy : callable, optional
+        Replacement for :func:`skorg.transforms.l1_entropy` (same signature).
+
+    Returns
+    -------
+    scores : ndarray of shape (n_samples, n_layers * n_heads)
+    """
+    if organize is not None and trees is not None:
+        raise ValueError("pass either organize or trees, not both.")
+    fn = entropy or _l1_entropy()
+    organize = organize or _default_organize
+    out = []
+    for s in range(maps.n_samples):
+        X, _ = network_tensor(maps, s)
+        tq, tk = (trees if trees is not None else organize(X))[:2]
+        if (tq.n_points, tk.n_points) != X.shape[:2]:
+            raise ValueError(
+                f"trees on {tq.n_points} x {tk.n_points} points do not match sample {s} "
+                f"({X.shape[0]} x {X.shape[1]} tokens)."
+            )
+        out.append(
+            [
+                float(fn(X[:, :, i], [tq, tk], selection=selection, k=k, normalize=normalize))
+                for i in range(X.shape[2])
+            ]
+        )
+    return np.asarray(out)
+
+
+def _row_reduce(maps, fn):
+    """Per-row statistic averaged over the real (non-padding) tokens: (n_samples, n_heads)."""
+    p = np.asarray(maps.probs, dtype=np.float64)
+    n, n_layers, n_heads = p.shape[:3]
+    out = np.empty((n, n_layers * n_heads))
+    for s in range(n):
+        keep = maps.valid_tokens(s)  # padding tokens neither as queries nor as keys
+        ps = p[s][:, :, keep][..., keep]
+        out[s] = fn(ps).mean(axis=-1).reshape(-1)
+    return out
+
+
+def attention_entropy(maps):
+    """Mean Shannon entropy (nats) of the attention rows of every head.
+
+    Returns
+    -------
+    scores : ndarray of shape (n_samples, n_layers * n_heads)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.attention import AttentionMaps, attention_entropy
+    >>> p = np.zeros((1, 1, 2, 4, 4)); p[0, 0, 0] = 0.25; p[0, 0, 1] = np.eye(4)
+    >>> np.round(attention_entropy(AttentionMaps.from_array(p)), 4)
+    array([[1.3863, 0.    ]])
+    """
+
+    def row_entropy(ps):
+        logs = np.log(np.where(ps > 0, ps, 1.0))
+        return -(ps * logs).sum(axis=-1)
+
+    return _row_reduce(maps, row_entropy)
+
+
+def head_confidence(maps):
+    """Confidence of every head: the mean over query rows of the largest attention weight.
+
+    Voita et al. (2019) found that confident heads are the ones that matter.
+
+    Returns
+    -------
+    scores : ndarray of shape (n_samples, n_layers * n_heads)
+    """
+    return _row_reduce(maps, lambda ps: ps.max(axis=-1))
+
+
+def head_gradient_importance(model, batches, loss_fn, *, normalize_layers=False):
+    """Gradient importance of a per-head mask (Michel et al., 2019).
+
+    With gates xi on every head (all 1), the importance of head h is the mean over batches of
+    ``|d loss / d xi_h|``: the first-order change of the loss when the head is removed.
+
+    Parameters
+    ----------
+    model : transformers model, TransformerLens model, or torch.nn.Module
+        Put it in eval mode first; the parameters receive no gradient.
+    batches : iterable
+        Each item is passed to ``loss_fn``.
+    loss_fn : callable
+        ``loss_fn(model, batch) -> scalar tensor``; runs the model on the batch.
+    normalize_layers : bool, default=False
+        Divide the scores of each layer by their l2 norm, as Michel et al. do.
+
+    Returns
+    -------
+    scores : ndarray of shape (n_layers * n_heads,)
+    """
+    layout = attention_layout(model)
+    param = next(iter(model.parameters()), None)
+    device = param.device if param is not None else "cpu"
+    gates = torch.ones(layout.n_layers, layout.n_heads, device=device, requires_grad=True)
+    total = torch.zeros(layout.n_layers, layout.n_heads, device=device)
+    count = 0
+    with gate_heads(model, gates):
+        for batch in batches:
+            loss = loss_fn(model, batch)
+            (grad,) = torch.autograd.grad(loss, gates)
+            total += grad.abs()
+            count += 1
+    if count == 0:
+        raise ValueError("batches holds no batch.")
+    scores = (total / count).detach().cpu().numpy().astype(np.float64)
+    if normalize_layers:
+        norms = np.linalg.norm(scores, axis=1, keepdims=True)
+        scores = scores / np.where(norms > 0, norms, 1.0)
+    return scores.reshape(-1)
+
+
+def _order(score, direction):
+    # stable sort, so ties keep the head order and the ranking is deterministic
+    key = score if direction == "low" else -score
+    return np.argsort(key, kind="stable")
+
+
+def rank_heads(scores, *, prune_first=None, random_state=0):
+    """Prune orders of the heads under every score, with a random order beside them.
+
+    Parameters
+    ----------
+    scores : mapping of name -> array of shape (n_heads,) or (n_samples, n_heads)
+        Per-sample scores are averaged over samples. Known names ("sparsity",
+        "attention_entropy", "confidence", "gradient") have a default pruning direction.
+    prune_first : mapping of name -> {"low", "high"}, optional
+        Which end is pruned first, for new names or to override the defaults.
+    random_state : int, default=0
+        Seed of the "random" order.
+
+    Returns
+    -------
+    table : dict
+        ``"scores"``: name -> mean score per head; ``"orders"``: name -> head ids in pruning
+        order (first pruned first), with ``"random"`` added; ``"ranks"``: name -> position of
+        each head in its order.
+
+    Examples
+    --------
+    >>> from skorg.attention import rank_heads
+    >>> table = rank_heads({"confidence": [0.9, 0.2, 0.5]})
+    >>> table["orders"]["confidence"].tolist()
+    [1, 2, 0]
+    """
+    if not isinstance(scores, Mapping) or not scores:
+        raise ValueError("scores must be a non-empty mapping of name -> per-head scores.")
+    directions = {**PRUNE_FIRST, **(prune_first or {})}
+    table = {"scores": {}, "orders": {}, "ranks": {}}
+    n_heads = None
+    for name, value in scores.items():
+        arr = np.asarray(value, dtype=np.float64)
+        arr = arr.mean(axis=0) if arr.ndim == 2 else arr
+        if arr.ndim != 1 or not np.all(np.isfinite(arr)):
+            raise ValueError(f"scores[{name!r}] must be finite, 1-D or 2-D.")
+        if n_heads is not None and arr.size != n_heads:
+            raise ValueError(f"scores[{name!r}] has {arr.size} heads, expected {n_heads}.")
+        n_heads = arr.size
+        if directions.get(name) not in ("low", "high"):
+            raise ValueError(f"no pruning direction for {name!r}: give prune_first[{name!r}].")
+        table["scores"][name] = arr
+        table["orders"][name] = _order(arr, directions[name])
+    table["orders"]["random"] = np.random.default_rng(random_state).permutation(n_heads)
+    for name, order in table["orders"].items():
+        ranks = np.empty(n_heads, dtype=np.int64)
+        ranks[order] = np.arange(n_heads)
+        table["ranks"][name] = ranks
+    return table
+
+
+def ranking_stability(scores, *, fraction=0.1):
+    """How often the same heads fall in the top and bottom fraction of a score across batches.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_batches, n_heads)
+    fraction : float, default=0.1
+        Size of the top and bottom sets, ``ceil(fraction * n_heads)`` heads.
+
+    Returns
+    -------
+    result : dict
+        ``"top_frequency"``, ``"bottom_frequency"``: per head, the share of batches where it is
+        in the set; ``"always_top"``, ``"always_bottom"``: heads in the set in every batch;
+        ``"top_overlap"``, ``"bottom_overlap"``: mean pairwise Jaccard index between batches.
+
+    Examples
+    --------
+    >>> from skorg.attention import ranking_stability
+    >>> out = ranking_stability([[1, 2, 3, 4], [1, 3, 2, 4]], fraction=0.25)
+    >>> out["always_top"].tolist(), out["always_bottom"].tolist(), out["top_overlap"]
+    ([3], [0], 1.0)
+    """
+    S = np.asarray(scores, dtype=np.float64)
+    if S.ndim != 2 or S.shape[0] < 2 or S.shape[1] < 2 or not np.all(np.isfinite(S)):
+        raise ValueError("scores must be finite, of shape (n_batches >= 2, n_heads >= 2).")
+    if not 0 < fraction <= 0.5:
+        raise ValueError(f"fraction must lie in (0, 0.5], got {fraction}.")
+    n_batches, n_heads = S.shape
+    m = int(np.ceil(fraction * n_heads - 1e-9))
+    order = np.argsort(S, axis=1, kind="stable")
+    bottom = np.zeros_like(S, dtype=bool)
+    top = np.zeros_like(S, dtype=bool)
+    rows = np.arange(n_batches)[:, None]
+    bottom[rows, order[:, :m]] = True
+    top[rows, order[:, -m:]] = True
+
+    def overlap(sets):
+        pairs = [
+            (sets[i] & sets[j]).sum() / (sets[i] | sets[j]).sum()
+            for i in range(n_batches)
+            for j in range(i + 1, n_batches)
+        ]
+        return float(np.mean(pairs))
+
+    return {
+        "top_frequency": top.mean(axis=0),
+        "bottom_frequency": bottom.mean(axis=0),
+        "always_top": np.flatnonzero(top.all(axis=0)),
+        "always_bottom": np.flatnonzero(bottom.all(axis=0)),
+        "top_overlap": overlap(top),
+        "bottom_overlap": overlap(bottom),
+    }
