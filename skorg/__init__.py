@@ -1,8 +1,24 @@
-"""skorg: organize matrices and tensors with partition trees, tree Haar wavelets and paraproducts."""
+"""skorg: organize matrices and tensors with partition trees, tree Haar wavelets and paraproducts.
+
+The estimators are re-exported here; the topical subpackages hold everything else:
+``skorg.trees``, ``skorg.metrics``, ``skorg.organize``, ``skorg.transforms``,
+``skorg.datasets``, and the optional ``skorg.attention`` and ``skorg.specialization``
+(which need torch and are imported only explicitly).
+"""
 
 __version__ = "0.1.0.dev0"
 
-from . import trees  # noqa: E402
+from . import datasets, metrics, organize, trees  # noqa: E402
+from .organize import QuestionnaireOrganizer, questionnaire  # noqa: E402
 from .trees import PartitionTree  # noqa: E402
 
-__all__ = ["PartitionTree", "__version__", "trees"]
+__all__ = [
+    "PartitionTree",
+    "QuestionnaireOrganizer",
+    "__version__",
+    "datasets",
+    "metrics",
+    "organize",
+    "questionnaire",
+    "trees",
+]

@@ -1,6 +1,9 @@
 import os
 from pathlib import Path
 
+# sklearn's array-API estimator check (numpy namespace) needs this set before scipy loads
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
 import numpy as np
 import pytest
 

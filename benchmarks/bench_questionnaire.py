@@ -1,0 +1,115 @@
+"""Benchmark: the questionnaire (2-D Hoelder preset, 3-D heads preset) against a plain
+NumPy/SciPy implementation of the same algorithm, on the inputs on which the original
+implementation was timed (``shared/bench_inputs.py``).
+
+Every case runs in its own subprocess so that the peak resident memory is its own.
+JIT compilation is warmed on a small input first and not timed.
+
+    python benchmarks/bench_questionnaire.py                # all cases
+    python benchmarks/bench_questionnaire.py 2d_512 3d_256  # some
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SKORG_SHARED", ROOT.parent / "shared"))
+
+# (name, kind, shape, n_iter, run the naive baseline too)
+CASES = [
+    ("2d_256", "2d", (256, 256), 10, True),
+    ("2d_512", "2d", (512, 512), 10, True),
+    ("2d_1024", "2d", (1024, 1024), 10, False),
+    ("2d_2048", "2d", (2048, 2048), 3, False),
+    ("3d_128x128x72", "3d", (128, 128, 72), 3, True),
+    ("3d_256x256x128", "3d", (256, 256, 128), 3, False),
+    ("3d_512x512x144", "3d", (512, 512, 144), 3, False),
+]
+# Timings of the original implementation on this kind of machine (2 cores), from SPEC 5.
+ORIGINAL_SECONDS = {"2d_512": 7.3, "3d_256x256x128": 11.6}
+
+
+def bench_input(kind, shape):
+    """The benchmark array: shared/bench_inputs.py when present, else the same generator."""
+    if (SHARED / "bench_inputs.py").exists():
+        sys.path.insert(0, str(SHARED))
+        import bench_inputs
+
+        if kind == "2d":
+            return bench_inputs.bench_matrix(shape[0])["X"]
+        return bench_inputs.bench_tensor(shape)["X"]
+    from skorg.datasets import make_shuffled_matrix, make_shuffled_tensor
+
+    if kind == "2d":
+        return make_shuffled_matrix(*shape, noise=0.02, random_state=20250601 + shape[0]).X
+    return make_shuffled_tensor(shape, noise=0.02, random_state=20250602).X
+
+
+def run_one(name, impl):
+    _, kind, shape, n_iter, _ = next(c for c in CASES if c[0] == name)
+    X = bench_input(kind, shape)
+    if impl == "skorg":
+        from skorg.organize import questionnaire
+
+        preset = "paper_2d_holder" if kind == "2d" else "paper_3d_heads"
+        schedule = "jacobi" if kind == "2d" else "alternating"
+        warm = X[(slice(0, 24),) * X.ndim]
+        questionnaire(warm, preset=preset, n_iter=1, schedule=schedule)
+        start = time.perf_counter()
+        questionnaire(X, preset=preset, n_iter=n_iter, schedule=schedule)
+    else:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import _naive_questionnaire as naive
+
+        start = time.perf_counter()
+        if kind == "2d":
+            naive.questionnaire_2d(X, n_iter, alpha=1.0, beta=0.0)
+        else:
+            naive.questionnaire_3d(X, n_iter, alpha=0.0, beta=1.0)
+    seconds = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "peak_mb": peak_mb}))
+
+
+def measure(name, impl):
+    out = subprocess.run(
+        [sys.executable, __file__, "--one", name, impl],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(names):
+    print(f"{'case':<18}{'n_iter':>7}{'skorg s':>10}{'peak MB':>9}{'naive s':>10}"
+          f"{'naive MB':>10}{'speed-up':>10}{'vs original':>13}")
+    for name, _, _, n_iter, with_naive in CASES:
+        if names and name not in names:
+            continue
+        ours = measure(name, "skorg")
+        line = f"{name:<18}{n_iter:>7}{ours['seconds']:>10.2f}{ours['peak_mb']:>9.0f}"
+        if with_naive:
+            base = measure(name, "naive")
+            ratio = base["seconds"] / ours["seconds"]
+            line += f"{base['seconds']:>10.2f}{base['peak_mb']:>10.0f}{ratio:>9.1f}x"
+        else:
+            line += f"{'-':>10}{'-':>10}{'-':>10}"
+        if name in ORIGINAL_SECONDS:
+            line += f"{ORIGINAL_SECONDS[name] / ours['seconds']:>12.1f}x"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--one":
+        run_one(sys.argv[2], sys.argv[3])
+    else:
+        main(sys.argv[1:])

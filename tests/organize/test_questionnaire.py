@@ -1,0 +1,119 @@
+import numpy as np
+import pytest
+
+from skorg.metrics import cosine_affinity, order_spearman
+from skorg.organize import questionnaire
+from tests.conftest import ref_tree
+
+
+def trees_by_iteration(result):
+    return {(h["iteration"], h["axis"]): h["tree"] for h in result.history}
+
+
+def test_reference_2d_holder_preset_jacobi(reference):
+    data = reference("quest2d_holder")
+    np.testing.assert_allclose(cosine_affinity(data["X"]), data["init_row_aff"], rtol=1e-10)
+    res = questionnaire(data["X"], preset="paper_2d_holder", schedule="jacobi")
+    assert res.params["n_iter"] == int(data["n_iters"]) == 10
+    got = trees_by_iteration(res)
+    for k in range(int(data["n_iters"]) + 1):
+        # ordered trees: equal partitions AND the reference's leaf order
+        assert got[(k, 0)] == ref_tree(data, f"row_iter{k:02d}"), f"row tree, iteration {k}"
+        assert got[(k, 1)] == ref_tree(data, f"col_iter{k:02d}"), f"column tree, iteration {k}"
+    assert res.trees[0] == ref_tree(data, "row") and res.trees[1] == ref_tree(data, "col")
+    # the paper permutes by the final leaf orders
+    np.testing.assert_array_equal(res.orders[0], data["row_leaf_order"])
+    np.testing.assert_array_equal(res.orders[1], data["col_leaf_order"])
+
+
+def test_reference_2d_plain_alternating(reference):
+    data = reference("quest2d_plain")
+    res = questionnaire(data["X"], n_iter=3, emd_alpha=0.0, emd_beta=1.0)
+    got = trees_by_iteration(res)
+    assert got[(0, 0)].same_partitions(ref_tree(data, "row_iter00"))
+    for k in range(1, 4):
+        assert got[(k, 1)].same_partitions(ref_tree(data, f"col_iter{k:02d}")), k
+        assert got[(k, 0)].same_partitions(ref_tree(data, f"row_iter{k:02d}")), k
+
+
+def test_reference_3d_heads_schedule(reference):
+    data = reference("quest3d")
+    res = questionnaire(data["X"], preset="paper_3d_heads", schedule="reference_3d")
+    got = trees_by_iteration(res)
+    for axis in (0, 1):
+        assert got[(0, axis)].same_partitions(ref_tree(data, f"axis{axis}_iter00"))
+    for k in range(1, 4):
+        for axis in (2, 0, 1):
+            expected = ref_tree(data, f"axis{axis}_iter{k:02d}")
+            assert got[(k, axis)].same_partitions(expected), (k, axis)
+    for axis in range(3):
+        np.testing.assert_allclose(res.affinities[axis], data[f"axis{axis}_aff"], rtol=1e-10)
+
+
+def test_corrected_3d_schedule_uses_latest_trees(reference):
+    data = reference("quest3d")
+    res = questionnaire(data["X"], preset="paper_3d_heads")
+    got = trees_by_iteration(res)
+    assert res.params["schedule"] == "alternating"
+    assert {k for k, _ in got} == {0, 1, 2, 3}
+    # iteration 1 is the same in both schedules (only the initial trees exist yet)
+    assert got[(1, 2)].same_partitions(ref_tree(data, "axis2_iter01"))
+
+
+def test_ndim_4_tensor_runs_every_axis():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(6, 5, 4, 3))
+    res = questionnaire(X, n_iter=1)
+    assert [t.n_points for t in res.trees] == [6, 5, 4, 3]
+    assert [h["axis"] for h in res.history] == [0, 1, 2, 3, 0, 1, 2]
+
+
+@pytest.mark.parametrize("kind", ["band", "ridge", "product"])
+def test_recovers_hidden_order_better_than_scipy(kind):
+    from scipy.cluster.hierarchy import leaves_list, linkage
+
+    from skorg.datasets import make_shuffled_matrix
+
+    scores, baseline = [], []
+    for seed in range(2):
+        data = make_shuffled_matrix(64, 64, kind=kind, noise=0.05, random_state=seed)
+        res = questionnaire(data.X)
+        scores += [
+            order_spearman(res.orders[0], data.row_true_order),
+            order_spearman(res.orders[1], data.col_true_order),
+        ]
+        rows = leaves_list(linkage(data.X, "average", optimal_ordering=True))
+        cols = leaves_list(linkage(data.X.T, "average", optimal_ordering=True))
+        baseline += [
+            order_spearman(rows, data.row_true_order),
+            order_spearman(cols, data.col_true_order),
+        ]
+    assert np.mean(scores) >= np.mean(baseline) - 0.01, (np.mean(scores), np.mean(baseline))
+
+
+def test_parameter_errors():
+    X = np.random.default_rng(0).uniform(size=(5, 6))
+    with pytest.raises(ValueError, match="preset"):
+        questionnaire(X, preset="nope")
+    with pytest.raises(ValueError, match="schedule"):
+        questionnaire(X, schedule="random")
+    with pytest.raises(ValueError, match="emd_alpha"):
+        questionnaire(X, emd_alpha=[0.0, 1.0, 2.0])
+    with pytest.raises(ValueError, match="epsilon"):
+        questionnaire(X, epsilon=0.0)
+    with pytest.raises(ValueError, match="at least 2"):
+        questionnaire(np.ones((1, 4)))
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        questionnaire(np.ones(4))
+    with pytest.raises(ValueError, match="NaN"):
+        questionnaire(np.full((3, 3), np.nan))
+
+
+def test_degenerate_data_works():
+    X = np.vstack([np.zeros((3, 8)), np.ones((3, 8)), np.tile(np.arange(8.0), (3, 1))])
+    res = questionnaire(X, n_iter=2)
+    assert res.trees[0].n_points == 9 and res.trees[1].n_points == 8
+    res = questionnaire(np.zeros((4, 3)), n_iter=1)
+    assert sorted(res.orders[0]) == list(range(4))
+    res = questionnaire(np.random.default_rng(1).normal(size=(2, 2)), n_iter=1)
+    assert [t.n_points for t in res.trees] == [2, 2]
