@@ -13,28 +13,16 @@ def _find(root, i):
 
 
 @numba.njit(cache=True)
-def join_round(dist, tree_constant):
+def join_round(D, med, tree_constant):
     """One round of the flexible-tree join rule on m current nodes.
 
-    ``dist`` is the (m, m) mean diffusion distance between nodes; it is
-    copied. Returns the cluster label (0..k-1, by first appearance in node
-    order) of every node and the number of joins made (0 means no progress).
+    ``D`` is the (m, m) mean diffusion distance between nodes with ``+inf``
+    on the diagonal (and for unusable pairs); it is modified in place.
+    ``med`` is its median over all m^2 entries. Returns the cluster label
+    (0..k-1, by first appearance in node order) of every node and the number
+    of joins made (0 means no progress).
     """
-    m = dist.shape[0]
-    D = dist.copy()
-    for i in range(m):
-        for j in range(m):
-            if not np.isfinite(D[i, j]):
-                D[i, j] = np.inf
-        D[i, i] = np.inf
-    flat = np.sort(D.ravel())
-    half = flat.shape[0] // 2
-    if flat.shape[0] % 2 == 1:
-        med = flat[half]
-    else:
-        lo = flat[half - 1]
-        hi = flat[half]
-        med = hi if np.isinf(hi) else 0.5 * (lo + hi)
+    m = D.shape[0]
     penalty = med / tree_constant
 
     rowmin = np.empty(m)
@@ -91,34 +79,29 @@ def join_round(dist, tree_constant):
     return labels, joins
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True)
 def mean_pairwise_distance(embedding, labels, n_groups):
-    """Mean Euclidean distance between the points of every pair of groups."""
+    """Mean Euclidean distance between the points of every pair of groups.
+
+    Serial on purpose: each pair is visited once (symmetry), and the work per
+    call is too small for threads to pay off next to BLAS threads.
+    """
     n, k = embedding.shape
     sums = np.zeros((n_groups, n_groups))
     counts = np.zeros(n_groups)
     for i in range(n):
         counts[labels[i]] += 1.0
-    # accumulate per point row into its own group row: parallel over groups
-    members_ptr = np.zeros(n_groups + 1, dtype=np.int64)
     for i in range(n):
-        members_ptr[labels[i] + 1] += 1
-    for g in range(n_groups):
-        members_ptr[g + 1] += members_ptr[g]
-    fill = members_ptr[:-1].copy()
-    members = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        members[fill[labels[i]]] = i
-        fill[labels[i]] += 1
-    for g in numba.prange(n_groups):
-        for p in range(members_ptr[g], members_ptr[g + 1]):
-            i = members[p]
-            for j in range(n):
-                acc = 0.0
-                for c in range(k):
-                    diff = embedding[i, c] - embedding[j, c]
-                    acc += diff * diff
-                sums[g, labels[j]] += np.sqrt(acc)
+        gi = labels[i]
+        for j in range(i + 1, n):
+            acc = 0.0
+            for c in range(k):
+                diff = embedding[i, c] - embedding[j, c]
+                acc += diff * diff
+            d = np.sqrt(acc)
+            gj = labels[j]
+            sums[gi, gj] += d
+            sums[gj, gi] += d
     for a in range(n_groups):
         for b in range(n_groups):
             sums[a, b] /= counts[a] * counts[b]

@@ -6,6 +6,8 @@ from numbers import Integral
 
 import numpy as np
 from scipy.linalg import eigh
+from scipy.sparse.csgraph import connected_components
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 from ._affinity import check_affinity
 
@@ -61,9 +63,11 @@ def diffusion_eigenpairs(
     Notes
     -----
     With ``S = D^{-1/2} A D^{-1/2}`` the top eigenvector is known in closed
-    form (``D^{1/2} 1``); it is deflated before the dense ``eigh``, so that a
+    form (``D^{1/2} 1``); it is deflated before the eigensolver, so that a
     graph that falls apart (several eigenvalues equal to 1) still gives finite
-    coordinates ``psi_k = v_k / v_0``.
+    coordinates ``psi_k = v_k / v_0``. Connected graphs above 128 points use
+    ARPACK (Lanczos, fixed start vector, full tolerance); the rest use dense
+    LAPACK.
 
     References
     ----------
@@ -90,28 +94,62 @@ def diffusion_eigenpairs(
     if k > 1:
         deflated = S - np.outer(v0, v0)
         deflated = 0.5 * (deflated + deflated.T)
-        m = k - 1
-        if by_magnitude and n > 2 * m + 1:
-            lo_vals, lo_vecs = eigh(deflated, subset_by_index=[0, m - 1])
-            hi_vals, hi_vecs = eigh(deflated, subset_by_index=[n - m, n - 1])
-            all_vals = np.concatenate([lo_vals, hi_vals])
-            all_vecs = np.hstack([lo_vecs, hi_vecs])
-        elif n > m + 1 and not by_magnitude:
-            all_vals, all_vecs = eigh(deflated, subset_by_index=[n - m, n - 1])
-        else:
-            all_vals, all_vecs = eigh(deflated)
-        # the deflated direction has eigenvalue 0; drop the vector parallel to v0
-        parallel = np.abs(v0 @ all_vecs) > 0.5
-        all_vals, all_vecs = all_vals[~parallel], all_vecs[:, ~parallel]
-        key = np.abs(all_vals) if by_magnitude else all_vals
-        pick = np.argsort(-key, kind="stable")[:m]
-        sel_vals = np.abs(all_vals[pick]) if by_magnitude else all_vals[pick]
-        vals = np.concatenate([vals, sel_vals])
-        vecs = np.hstack([vecs, all_vecs[:, pick]])
+        sub_vals, sub_vecs = _leading_eigenpairs(deflated, k - 1, by_magnitude, A, v0)
+        vals = np.concatenate([vals, np.abs(sub_vals) if by_magnitude else sub_vals])
+        vecs = np.hstack([vecs, sub_vecs])
     psi = vecs / v0[:, None]
     psi[:, 0] = 1.0
     _fix_signs(psi)
     return psi, vals
+
+
+# Below this size a full dense eigendecomposition is cheapest and simplest.
+_DENSE_MAX = 128
+
+
+def _leading_eigenpairs(M, m, by_magnitude, affinity, v0):
+    """The m eigenpairs of the symmetric M of largest |lambda| (or largest lambda).
+
+    ARPACK (Lanczos) with a fixed start vector is used for large connected
+    graphs; small matrices, graphs that fall apart (degenerate eigenvalues)
+    and the rare non-convergence go to dense LAPACK.
+    """
+    n = M.shape[0]
+    if n > _DENSE_MAX and m < n // 3 and _is_connected(affinity):
+        start = np.random.default_rng(0).standard_normal(n)
+        try:
+            vals, vecs = eigsh(
+                M, k=m, which="LM" if by_magnitude else "LA", v0=start, tol=0.0,
+                ncv=min(n, max(2 * m + 1, 24)),
+            )
+        except ArpackNoConvergence:
+            pass
+        else:
+            return _sorted_pairs(vals, vecs, by_magnitude, m, v0)
+    if by_magnitude and n > 2 * m + 1:
+        lo_vals, lo_vecs = eigh(M, subset_by_index=[0, m - 1], driver="evx")
+        hi_vals, hi_vecs = eigh(M, subset_by_index=[n - m, n - 1], driver="evx")
+        vals, vecs = np.concatenate([lo_vals, hi_vals]), np.hstack([lo_vecs, hi_vecs])
+    elif not by_magnitude and n > m + 1:
+        vals, vecs = eigh(M, subset_by_index=[n - m, n - 1], driver="evx")
+    else:
+        vals, vecs = eigh(M)
+    return _sorted_pairs(vals, vecs, by_magnitude, m, v0)
+
+
+def _sorted_pairs(vals, vecs, by_magnitude, m, v0):
+    # the deflated direction (eigenvalue 0 now) must not come back as a coordinate
+    keep = np.abs(v0 @ vecs) <= 0.5
+    vals, vecs = vals[keep], vecs[:, keep]
+    key = np.abs(vals) if by_magnitude else vals
+    pick = np.argsort(-key, kind="stable")[:m]
+    return vals[pick], vecs[:, pick]
+
+
+def _is_connected(affinity):
+    graph = np.asarray(affinity) > _AFFINITY_FLOOR
+    n_components, _ = connected_components(graph, directed=False)
+    return n_components == 1
 
 
 def _fix_signs(psi):

@@ -93,9 +93,11 @@ def _join_levels(psi, lam, tree_constant):
     t = 1.0
     with np.errstate(under="ignore"):
         while n_nodes > 1:
-            embedding = np.ascontiguousarray(psi * lam**t)
+            embedding = _scaled_embedding(psi, lam, t)
             dist = mean_pairwise_distance(embedding, labels, n_nodes)
-            node_labels, joins = join_round(dist, tree_constant)
+            dist[~np.isfinite(dist)] = np.inf
+            np.fill_diagonal(dist, np.inf)
+            node_labels, joins = join_round(dist, _median(dist), tree_constant)
             if joins == 0:
                 break
             labels = node_labels[labels]
@@ -105,6 +107,37 @@ def _join_levels(psi, lam, tree_constant):
     if n_nodes > 1:
         levels.append(np.zeros(n, dtype=np.int64))
     return levels[::-1]
+
+
+def _scaled_embedding(psi, lam, t):
+    """Diffusion coordinates at time t, rescaled by an exact power of two.
+
+    The join rule only compares distances with each other, so a common scale
+    changes nothing; rescaling keeps late rounds (large t) out of the
+    denormal range, where arithmetic is slow and the original degenerates.
+    Columns that cannot change any distance (the constant psi_0, and
+    coordinates 1e-100 times smaller than the largest) are dropped.
+    """
+    log2_weight = t * np.log2(np.maximum(np.abs(lam[1:]), 1e-300))
+    if log2_weight.size == 0:
+        return np.zeros((psi.shape[0], 1))
+    shift = np.floor(log2_weight.max())
+    keep = log2_weight - shift > -330.0  # 2**-330 ~ 1e-100
+    weight = np.exp2(log2_weight[keep] - shift)
+    if shift > -1000:  # lam**t is representable: use it, scaled exactly
+        weight = np.ldexp(np.abs(lam[1:][keep]) ** t, int(-shift))
+    return np.ascontiguousarray(psi[:, 1:][:, keep] * weight)
+
+
+def _median(D):
+    """Median of all entries; with an infinite middle pair it is infinite (no NaN)."""
+    flat = D.ravel()
+    half = flat.shape[0] // 2
+    if flat.shape[0] % 2:
+        return float(np.partition(flat, half)[half])
+    part = np.partition(flat, [half - 1, half])
+    lo, hi = part[half - 1], part[half]
+    return float(hi) if np.isinf(hi) else 0.5 * float(lo + hi)
 
 
 def _ordered_tree(levels, psi1):
