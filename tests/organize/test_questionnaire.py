@@ -68,27 +68,31 @@ def test_ndim_4_tensor_runs_every_axis():
     assert [h["axis"] for h in res.history] == [0, 1, 2, 3, 0, 1, 2]
 
 
-@pytest.mark.parametrize("kind", ["band", "ridge", "product"])
-def test_recovers_hidden_order_better_than_scipy(kind):
+def test_recovers_hidden_order_better_than_scipy():
+    """Mean |Spearman| over band, ridge and product matrices (128 x 128, noise 0.05).
+
+    Measured: questionnaire 0.93-0.96, SciPy average linkage + optimal leaf
+    ordering 0.84-0.86 (three pairs of seeds); the stated margin is 0.03.
+    """
     from scipy.cluster.hierarchy import leaves_list, linkage
 
     from skorg.datasets import make_shuffled_matrix
 
-    scores, baseline = [], []
-    for seed in range(2):
-        data = make_shuffled_matrix(64, 64, kind=kind, noise=0.05, random_state=seed)
-        res = questionnaire(data.X)
-        scores += [
-            order_spearman(res.orders[0], data.row_true_order),
-            order_spearman(res.orders[1], data.col_true_order),
-        ]
-        rows = leaves_list(linkage(data.X, "average", optimal_ordering=True))
-        cols = leaves_list(linkage(data.X.T, "average", optimal_ordering=True))
-        baseline += [
-            order_spearman(rows, data.row_true_order),
-            order_spearman(cols, data.col_true_order),
-        ]
-    assert np.mean(scores) >= np.mean(baseline) - 0.01, (np.mean(scores), np.mean(baseline))
+    ours, scipy_olo = [], []
+    for kind in ("band", "ridge", "product"):
+        for seed in (0, 1):
+            data = make_shuffled_matrix(128, 128, kind=kind, noise=0.05, random_state=seed)
+            res = questionnaire(data.X)
+            olo = [
+                leaves_list(linkage(Y, "average", optimal_ordering=True))
+                for Y in (data.X, data.X.T)
+            ]
+            for found, baseline, truth in zip(
+                res.orders, olo, (data.row_true_order, data.col_true_order)
+            ):
+                ours.append(order_spearman(found, truth))
+                scipy_olo.append(order_spearman(baseline, truth))
+    assert np.mean(ours) >= np.mean(scipy_olo) + 0.03, (np.mean(ours), np.mean(scipy_olo))
 
 
 def test_parameter_errors():
