@@ -8,17 +8,21 @@ The estimators are re-exported here; the topical subpackages hold everything els
 
 __version__ = "0.1.0.dev0"
 
-from . import datasets, metrics, organize, trees  # noqa: E402
+from . import datasets, metrics, organize, transforms, trees  # noqa: E402
 from .organize import QuestionnaireOrganizer, questionnaire  # noqa: E402
+from .transforms import ParaproductDecomposer, TreeHaarTransform  # noqa: E402
 from .trees import PartitionTree  # noqa: E402
 
 __all__ = [
+    "ParaproductDecomposer",
     "PartitionTree",
     "QuestionnaireOrganizer",
+    "TreeHaarTransform",
     "__version__",
     "datasets",
     "metrics",
     "organize",
     "questionnaire",
+    "transforms",
     "trees",
 ]
