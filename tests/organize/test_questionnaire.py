@@ -121,3 +121,23 @@ def test_degenerate_data_works():
     assert sorted(res.orders[0]) == list(range(4))
     res = questionnaire(np.random.default_rng(1).normal(size=(2, 2)), n_iter=1)
     assert [t.n_points for t in res.trees] == [2, 2]
+
+
+def test_attention_like_heads_that_fall_apart_terminate():
+    """Causal maps with one-hot rows: many queries have cosine 0 to every other query."""
+    rng = np.random.default_rng(7)
+    n = 20
+    heads = []
+    for h in range(6):
+        logits = rng.normal(scale=1 + 3 * h, size=(n, n))
+        logits[np.triu_indices(n, 1)] = -np.inf  # causal mask: exact zeros after softmax
+        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        probs[h::5] = np.eye(n)[h::5]  # attention to itself only: orthogonal rows
+        heads.append(probs)
+    T = np.stack(heads, axis=-1)
+    for X in (heads[-1], T):
+        res = questionnaire(X, n_iter=2)
+        for tree, order, length in zip(res.trees, res.orders, X.shape):
+            assert tree.n_points == length and tree.level_sizes()[0] == 1
+            assert sorted(order) == list(range(length))
