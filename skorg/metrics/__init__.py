@@ -7,6 +7,7 @@ from ._affinity import (
     gaussian_affinity,
 )
 from ._diffusion import diffusion_eigenpairs, diffusion_embedding
+from ._emd import dual_affinity, multi_tree_emd, tree_emd, tree_emd_features
 from ._ordering_quality import neumann_stress, order_spearman
 
 __all__ = [
@@ -15,7 +16,11 @@ __all__ = [
     "cosine_affinity",
     "diffusion_eigenpairs",
     "diffusion_embedding",
+    "dual_affinity",
     "gaussian_affinity",
+    "multi_tree_emd",
     "neumann_stress",
     "order_spearman",
+    "tree_emd",
+    "tree_emd_features",
 ]

@@ -1,0 +1,209 @@
+"""Tree earth mover's distance kernels: weighted folder means and pairwise L1.
+
+Folder means are prefix-sum differences along the leaf order: a folder is the
+slice ``leaf_order[start:end]``, so its sum is ``P[end] - P[start]`` with ``P``
+the running sum in leaf order. Every running sum is kept in float64 whatever
+the dtype of the data; only the stored means take the output dtype. The caller
+passes ``scale = weight / size`` for every folder it keeps.
+
+The parallel loops split their iteration space into one contiguous range per
+thread (``_split``, with ``n_threads`` passed in: calling
+``numba.get_num_threads`` inside a cached parallel kernel defeats the cache) so
+that every thread allocates its scratch buffer once.
+
+The pairwise weighted L1 distance is O(m^2 k), the dominant cost of the
+questionnaire. The kernel visits the upper triangle of the m x m output in
+square tiles (one task per tile pair, so the triangle is balanced across
+threads), walks the features in chunks so that both tiles' rows stay in cache,
+and computes 4 x 4 pairs at once so that each loaded value serves four
+differences. Differences and sums are taken in float64: the difference of two
+float32 numbers is exact in float64, so a float32 feature matrix loses
+accuracy only in its features, not in the summation. The output is an m x m
+float64 array to which the distances are added (both halves).
+"""
+
+import numba
+import numpy as np
+from numba import prange
+
+
+@numba.njit(cache=True)
+def _split(n_items, n_parts, part):
+    """Range [lo, hi) of the items handled by ``part`` out of ``n_parts``."""
+    per = n_items // n_parts
+    extra = n_items % n_parts
+    lo = part * per + min(part, extra)
+    hi = lo + per + (1 if part < extra else 0)
+    return lo, hi
+
+
+@numba.njit(parallel=True, cache=True)
+def folder_means_rows(Y, leaf_order, start, end, scale, n_threads, out):
+    """``out[a, f] = scale[f] * sum(Y[a, leaf_order[start[f]:end[f]]])``.
+
+    Y has shape (A, n), out (A, k).
+    """
+    A, n = Y.shape
+    k = start.shape[0]
+    n_parts = min(n_threads, max(A, 1))
+    for part in prange(n_parts):
+        lo, hi = _split(A, n_parts, part)
+        P = np.empty(n + 1, dtype=np.float64)
+        P[0] = 0.0
+        for a in range(lo, hi):
+            acc = 0.0
+            for p in range(n):
+                acc += Y[a, leaf_order[p]]
+                P[p + 1] = acc
+            for f in range(k):
+                out[a, f] = scale[f] * (P[end[f]] - P[start[f]])
+
+
+@numba.njit(parallel=True, cache=True)
+def folder_means_mid(Y, leaf_order, start, end, scale, lanes, n_threads, out):
+    """Folder means along the middle axis: Y (A, n, B) -> out (A, k, B).
+
+    ``out[a, f, b] = scale[f] * sum(Y[a, leaf_order[start[f]:end[f]], b])``.
+    Lanes ``b`` are processed in blocks of ``lanes`` so that the running-sum
+    buffer stays small whatever B is.
+    """
+    A, n, B = Y.shape
+    k = start.shape[0]
+    n_blocks = (B + lanes - 1) // lanes
+    n_items = A * n_blocks
+    n_parts = min(n_threads, max(n_items, 1))
+    for part in prange(n_parts):
+        lo, hi = _split(n_items, n_parts, part)
+        # flat (n + 1) x lanes running sums: a 2-D allocation here keeps numba from caching
+        P = np.empty((n + 1) * lanes, dtype=np.float64)
+        for item in range(lo, hi):
+            a = item // n_blocks
+            b0 = (item % n_blocks) * lanes
+            w = min(lanes, B - b0)
+            for b in range(w):
+                P[b] = 0.0
+            for p in range(n):
+                r = leaf_order[p]
+                row = p * lanes
+                for b in range(w):
+                    P[row + lanes + b] = P[row + b] + Y[a, r, b0 + b]
+            for f in range(k):
+                s = start[f] * lanes
+                e = end[f] * lanes
+                c = scale[f]
+                for b in range(w):
+                    out[a, f, b0 + b] = c * (P[e + b] - P[s + b])
+
+
+@numba.njit(fastmath=True, inline="always")
+def _pair_sum(a, b):
+    s = 0.0
+    for f in range(a.shape[0]):
+        s += abs(np.float64(a[f]) - np.float64(b[f]))
+    return s
+
+
+@numba.njit(fastmath=True, inline="always")
+def _tile_chunk(F, i0, i1, j0, j1, f0, f1, acc, diag):
+    """Add the L1 sums over features f0:f1 of rows i0:i1 x j0:j1 to acc.
+
+    On a diagonal tile (i0 == j0) micro-tiles strictly below the diagonal are
+    skipped; the caller reads only j > i there.
+    """
+    i = i0
+    while i < i1:
+        ni = min(4, i1 - i)
+        j = j0
+        while j < j1:
+            nj = min(4, j1 - j)
+            if diag and j + nj - 1 <= i:
+                j += 4
+                continue
+            r = i - i0
+            c = j - j0
+            if ni == 4 and nj == 4:
+                a0 = F[i, f0:f1]
+                a1 = F[i + 1, f0:f1]
+                a2 = F[i + 2, f0:f1]
+                a3 = F[i + 3, f0:f1]
+                b0 = F[j, f0:f1]
+                b1 = F[j + 1, f0:f1]
+                b2 = F[j + 2, f0:f1]
+                b3 = F[j + 3, f0:f1]
+                s00 = s01 = s02 = s03 = 0.0
+                s10 = s11 = s12 = s13 = 0.0
+                s20 = s21 = s22 = s23 = 0.0
+                s30 = s31 = s32 = s33 = 0.0
+                for f in range(a0.shape[0]):
+                    x0 = np.float64(a0[f])
+                    x1 = np.float64(a1[f])
+                    x2 = np.float64(a2[f])
+                    x3 = np.float64(a3[f])
+                    y0 = np.float64(b0[f])
+                    y1 = np.float64(b1[f])
+                    y2 = np.float64(b2[f])
+                    y3 = np.float64(b3[f])
+                    s00 += abs(x0 - y0)
+                    s01 += abs(x0 - y1)
+                    s02 += abs(x0 - y2)
+                    s03 += abs(x0 - y3)
+                    s10 += abs(x1 - y0)
+                    s11 += abs(x1 - y1)
+                    s12 += abs(x1 - y2)
+                    s13 += abs(x1 - y3)
+                    s20 += abs(x2 - y0)
+                    s21 += abs(x2 - y1)
+                    s22 += abs(x2 - y2)
+                    s23 += abs(x2 - y3)
+                    s30 += abs(x3 - y0)
+                    s31 += abs(x3 - y1)
+                    s32 += abs(x3 - y2)
+                    s33 += abs(x3 - y3)
+                acc[r, c] += s00
+                acc[r, c + 1] += s01
+                acc[r, c + 2] += s02
+                acc[r, c + 3] += s03
+                acc[r + 1, c] += s10
+                acc[r + 1, c + 1] += s11
+                acc[r + 1, c + 2] += s12
+                acc[r + 1, c + 3] += s13
+                acc[r + 2, c] += s20
+                acc[r + 2, c + 1] += s21
+                acc[r + 2, c + 2] += s22
+                acc[r + 2, c + 3] += s23
+                acc[r + 3, c] += s30
+                acc[r + 3, c + 1] += s31
+                acc[r + 3, c + 2] += s32
+                acc[r + 3, c + 3] += s33
+            else:
+                for ii in range(i, i + ni):
+                    a = F[ii, f0:f1]
+                    for jj in range(j, j + nj):
+                        acc[ii - i0, jj - j0] += _pair_sum(a, F[jj, f0:f1])
+            j += 4
+        i += 4
+
+
+@numba.njit(parallel=True, fastmath=True, cache=True)
+def pairwise_l1_sym(F, tile_i, tile_j, tile, chunk, out):
+    """Add ``sum_f |F[i, f] - F[j, f]|`` to ``out[i, j]`` and ``out[j, i]``.
+
+    F has shape (m, k); out is (m, m) float64. ``tile_i``, ``tile_j`` list the
+    tile pairs (tile_i <= tile_j) of the upper triangle, ``tile`` is the tile
+    side (a multiple of 4) and ``chunk`` the number of features per pass.
+    """
+    m, k = F.shape
+    for p in prange(tile_i.shape[0]):
+        i0 = tile_i[p] * tile
+        i1 = min(i0 + tile, m)
+        j0 = tile_j[p] * tile
+        j1 = min(j0 + tile, m)
+        diag = i0 == j0
+        acc = np.zeros((tile, tile), dtype=np.float64)
+        for f0 in range(0, k, chunk):
+            _tile_chunk(F, i0, i1, j0, j1, f0, min(f0 + chunk, k), acc, diag)
+        for i in range(i0, i1):
+            for j in range(j0, j1):
+                if j > i or not diag:
+                    out[i, j] += acc[i - i0, j - j0]
+                    out[j, i] += acc[i - i0, j - j0]

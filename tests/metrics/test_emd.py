@@ -1,0 +1,344 @@
+"""Tree EMD, multi-tree EMD and the dual affinity: brute force, reference parity, kernels."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+from skorg._kernels import _emd as kernels
+from skorg.metrics import dual_affinity, multi_tree_emd, tree_emd, tree_emd_features
+from skorg.trees import PartitionTree, dyadic_tree
+
+from ..conftest import ref_tree
+
+
+# --------------------------------------------------------------------------- oracles
+def random_tree(n, rng, n_levels=4, max_children=6):
+    """Random nested partition with one-child chains and many-children folders."""
+    order = rng.permutation(n)
+    segments = [(0, n)]
+    levels = [np.zeros(n, dtype=np.intp)]
+    for _ in range(n_levels):
+        nxt = []
+        for s, e in segments:
+            size = e - s
+            # one part (a one-child chain) a third of the time, else up to max_children parts
+            parts = 1 if size == 1 or rng.random() < 1 / 3 else rng.integers(2, max_children + 1)
+            parts = min(parts, size)
+            cuts = np.sort(rng.choice(np.arange(s + 1, e), size=parts - 1, replace=False))
+            bounds = [s, *cuts.tolist(), e]
+            nxt.extend(itertools.pairwise(bounds))
+        segments = nxt
+        labels = np.empty(n, dtype=np.intp)
+        relabel = rng.permutation(len(segments)) * 3 + 7  # labels are arbitrary integers
+        for lab, (s, e) in zip(relabel, segments, strict=True):
+            labels[order[s:e]] = lab
+        levels.append(labels)
+    return PartitionTree.from_levels(np.array(levels), leaf_order=order)
+
+
+def node_weight(tree, node, alpha, beta):
+    return (tree.size[node] / tree.n_points) ** beta * 2.0 ** (-alpha * tree.level[node])
+
+
+def brute_tree_emd(X, tree, alpha, beta):
+    """Plain sum over every node (root, chains, leaves) of the weighted folder-mean gaps."""
+    D = np.zeros((X.shape[1], X.shape[1]))
+    for node in range(tree.n_nodes):
+        means = X[tree.folder(node)].mean(axis=0)
+        D += node_weight(tree, node, alpha, beta) * np.abs(means[:, None] - means[None, :])
+    return D
+
+
+def brute_multi_tree_emd(X, trees, axis, alphas, betas):
+    """Sum over every combination of nodes of the trees on the other axes."""
+    others = [a for a in range(X.ndim) if a != axis]
+    Xm = np.moveaxis(X, axis, -1)
+    n_t = Xm.shape[-1]
+    D = np.zeros((n_t, n_t))
+    node_lists = [range(trees[a].n_nodes) for a in others]
+    for combo in itertools.product(*node_lists):
+        w = 1.0
+        folders = []
+        for a, node in zip(others, combo, strict=True):
+            w *= node_weight(trees[a], node, alphas[a], betas[a])
+            folders.append(trees[a].folder(node))
+        block = Xm[np.ix_(*folders, np.arange(n_t))]
+        means = block.reshape(-1, n_t).mean(axis=0)
+        D += w * np.abs(means[:, None] - means[None, :])
+    return D
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20240611)
+
+
+# --------------------------------------------------------------------------- tree EMD
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(("alpha", "beta"), [(0.0, 1.0), (1.0, 0.0), (0.5, 0.5), (-0.7, -1.3)])
+def test_tree_emd_matches_brute_force(seed, alpha, beta):
+    rng = np.random.default_rng(seed)
+    n, m = 37, 23
+    tree = random_tree(n, rng)
+    assert np.any(tree.n_children == 1) and tree.n_children.max() >= 3
+    X = rng.standard_normal((n, m)) * 3 + 1
+    D = tree_emd(X, tree, alpha=alpha, beta=beta)
+    np.testing.assert_allclose(D, brute_tree_emd(X, tree, alpha, beta), rtol=1e-12, atol=0)
+    assert np.array_equal(D, D.T) and np.all(np.diag(D) == 0)
+
+
+def test_tree_emd_features_are_an_l1_embedding(rng):
+    tree = random_tree(40, rng)
+    X = rng.standard_normal((40, 30))
+    F = tree_emd_features(X, tree, alpha=0.3, beta=0.8)
+    # one feature per distinct folder: chains collapse, nothing is dropped at these weights
+    distinct = {(s, e) for s, e in zip(tree.start, tree.end, strict=True)}
+    assert F.shape == (30, len(distinct)) < (30, tree.n_nodes)
+    D = tree_emd(X, tree, alpha=0.3, beta=0.8)
+    np.testing.assert_allclose(cdist(F, F, "cityblock"), D, rtol=1e-12)
+
+
+def test_exclude_singletons_and_folder_weights(rng):
+    tree = random_tree(30, rng)
+    X = rng.standard_normal((30, 12))
+    fw = rng.uniform(0, 2, tree.n_nodes)
+    fw[::5] = 0.0
+    expected_w = np.zeros((12, 12))
+    expected_s = np.zeros((12, 12))
+    for node in range(tree.n_nodes):
+        means = X[tree.folder(node)].mean(axis=0)
+        gap = node_weight(tree, node, 0.5, 1.0) * np.abs(means[:, None] - means[None, :])
+        expected_w += fw[node] * gap
+        expected_s += gap * (tree.size[node] > 1)
+    got_w = tree_emd(X, tree, alpha=0.5, folder_weights=fw)
+    got_s = tree_emd(X, tree, alpha=0.5, exclude_singletons=True)
+    np.testing.assert_allclose(got_w, expected_w, rtol=1e-12)
+    np.testing.assert_allclose(got_s, expected_s, rtol=1e-12)
+
+
+def test_single_point_tree_is_absolute_difference():
+    x = np.array([[1.0, 4.0, -2.0]])
+    np.testing.assert_array_equal(tree_emd(x, dyadic_tree(1)), np.abs(x.T - x))
+
+
+def test_dyadic_closed_form():
+    # two rows, beta = 0: root gap + both leaf gaps
+    X = np.array([[0.0, 1.0, 1.0], [0.0, 1.0, 3.0]])
+    expected = np.array([[0, 3, 6], [3, 0, 3], [6, 3, 0]], dtype=float)
+    np.testing.assert_array_equal(tree_emd(X, dyadic_tree(2), beta=0.0), expected)
+
+
+# --------------------------------------------------------------------------- multi-tree EMD
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_multi_tree_emd_3d_matches_brute_force(rng, axis):
+    shape = (9, 8, 7)
+    X = rng.standard_normal(shape)
+    trees = [random_tree(s, rng, n_levels=3) for s in shape]
+    alphas, betas = [0.4, -0.3, 1.0], [1.0, 0.5, -0.5]
+    trees_in = [t if a != axis else None for a, t in enumerate(trees)]
+    D = multi_tree_emd(X, trees_in, axis=axis, alphas=alphas, betas=betas)
+    expected = brute_multi_tree_emd(X, trees, axis, alphas, betas)
+    np.testing.assert_allclose(D, expected, rtol=1e-12)
+    # the same with only the other axes' trees and parameters
+    others = [a for a in range(3) if a != axis]
+    D2 = multi_tree_emd(
+        X,
+        [trees[a] for a in others],
+        axis=axis,
+        alphas=[alphas[a] for a in others],
+        betas=[betas[a] for a in others],
+    )
+    np.testing.assert_array_equal(D, D2)
+
+
+@pytest.mark.parametrize("axis", [1, -1])
+def test_multi_tree_emd_4d_matches_brute_force(rng, axis):
+    shape = (5, 4, 6, 5)
+    X = rng.standard_normal(shape)
+    trees = [random_tree(s, rng, n_levels=2, max_children=3) for s in shape]
+    alphas, betas = [0.2, 0.0, -0.5, 1.0], [1.0, 0.3, 0.0, 2.0]
+    trees_in = [t if a != axis % 4 else None for a, t in enumerate(trees)]
+    D = multi_tree_emd(X, trees_in, axis=axis, alphas=alphas, betas=betas)
+    expected = brute_multi_tree_emd(X, trees, axis % 4, alphas, betas)
+    np.testing.assert_allclose(D, expected, rtol=1e-12)
+
+
+def test_multi_tree_emd_on_a_matrix_is_tree_emd(rng):
+    X = rng.standard_normal((20, 15))
+    tree = random_tree(15, rng)
+    np.testing.assert_array_equal(
+        multi_tree_emd(X, [None, tree], axis=0, alphas=0.5, betas=0.5),
+        tree_emd(X.T, tree, alpha=0.5, beta=0.5),
+    )
+
+
+def test_read_only_input(rng):
+    X = rng.standard_normal((6, 7, 8))
+    trees = [None, random_tree(7, rng), random_tree(8, rng)]
+    expected = multi_tree_emd(X, trees, axis=0)
+    X.flags.writeable = False
+    np.testing.assert_array_equal(multi_tree_emd(X, trees, axis=0), expected)
+
+
+def test_multi_tree_emd_chunks_agree(rng):
+    X = rng.standard_normal((16, 12, 10))
+    trees = [dyadic_tree(16), random_tree(12, rng), None]
+    full = multi_tree_emd(X, trees, alphas=0.5)
+    # 1e-4 MiB holds less than one folder of the first tree: one folder per chunk
+    chunked = multi_tree_emd(X, trees, alphas=0.5, working_memory=1e-4)
+    np.testing.assert_allclose(chunked, full, rtol=1e-13)
+
+
+# --------------------------------------------------------------------------- reference parity
+@pytest.mark.parametrize("i", range(4))
+def test_reference_tree_emd(reference, i):
+    data = reference("tree_emd")
+    row_tree, col_tree = ref_tree(data, "row"), ref_tree(data, "col")
+    alpha, beta = data["alphas"][i], data["betas"][i]
+    col = tree_emd(data["X"], row_tree, alpha=alpha, beta=beta)
+    row = tree_emd(data["X"].T, col_tree, alpha=alpha, beta=beta)
+    np.testing.assert_allclose(col, data["col_emd"][i], rtol=1e-10)
+    np.testing.assert_allclose(row, data["row_emd"][i], rtol=1e-10)
+    np.testing.assert_allclose(dual_affinity(col), data["col_dual_aff"][i], rtol=1e-10)
+    np.testing.assert_allclose(dual_affinity(row), data["row_dual_aff"][i], rtol=1e-10)
+
+
+@pytest.mark.parametrize("i", range(2))
+def test_reference_bitree_emd(reference, i):
+    data = reference("bitree_emd")
+    trees = [ref_tree(data, "axis0"), ref_tree(data, "axis1"), None]
+    alphas = [data["axis0_alphas"][i], data["axis1_alphas"][i], 0.0]
+    betas = [data["axis0_betas"][i], data["axis1_betas"][i], 0.0]
+    d = multi_tree_emd(data["X"], trees, axis=2, alphas=alphas, betas=betas)
+    np.testing.assert_allclose(d, data["axis2_emd"][i], rtol=1e-10)
+    np.testing.assert_allclose(dual_affinity(d), data["axis2_dual_aff"][i], rtol=1e-10)
+
+
+# --------------------------------------------------------------------------- precision, threads
+def test_float32_agrees_with_float64(rng):
+    X = rng.uniform(0, 1, (64, 40))
+    tree = random_tree(64, rng)
+    d64 = tree_emd(X, tree, alpha=0.5)
+    d32 = tree_emd(X, tree, alpha=0.5, dtype=np.float32)
+    d32_in = tree_emd(X.astype(np.float32), tree, alpha=0.5)
+    assert d32.dtype == d32_in.dtype == np.float32
+    # features round to float32 (relative 6e-8); differences and sums are exact float64, so the
+    # error of a distance is at most ~6e-8 times the weighted sum of the feature magnitudes
+    F = tree_emd_features(X, tree, alpha=0.5)
+    bound = 2 * 2.0**-24 * (np.abs(F).sum(1)[:, None] + np.abs(F).sum(1)[None, :])
+    assert np.all(np.abs(d32 - d64) <= bound)
+    np.testing.assert_allclose(d32_in, d64, rtol=1e-5)
+    X3 = rng.uniform(0, 1, (12, 10, 9))
+    trees = [random_tree(12, rng), random_tree(10, rng), None]
+    m64 = multi_tree_emd(X3, trees)
+    m32 = multi_tree_emd(X3, trees, dtype="float32")
+    assert m32.dtype == np.float32
+    np.testing.assert_allclose(m32, m64, rtol=1e-5)
+
+
+def test_n_jobs_gives_identical_results(rng):
+    # 150 columns: 3 tiles of 64 with one thread, tiles of 32 with two; the result must not move
+    X = rng.standard_normal((50, 150))
+    tree = random_tree(50, rng)
+    d1 = tree_emd(X, tree, n_jobs=1)
+    d2 = tree_emd(X, tree, n_jobs=2)
+    np.testing.assert_array_equal(d1, d2)
+    X3 = rng.standard_normal((10, 12, 40))
+    trees = [random_tree(10, rng), random_tree(12, rng), None]
+    np.testing.assert_array_equal(
+        multi_tree_emd(X3, trees, n_jobs=1), multi_tree_emd(X3, trees, n_jobs=-1)
+    )
+
+
+@pytest.mark.parametrize("m", [1, 3, 5, 17, 70, 150])
+@pytest.mark.parametrize("k", [0, 1, 7, 1100])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_pairwise_kernel_matches_cdist(rng, m, k, dtype):
+    F = rng.standard_normal((m, k)).astype(dtype)
+    for tile in (8, 16, 64):
+        n_tiles = -(-m // tile)
+        ti, tj = np.triu_indices(n_tiles)
+        out = np.zeros((m, m))
+        kernels.pairwise_l1_sym(F, ti.astype(np.intp), tj.astype(np.intp), tile, 512, out)
+        expected = cdist(F.astype(np.float64), F.astype(np.float64), "cityblock")
+        np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+
+
+def test_folder_mean_kernels(rng):
+    tree = random_tree(25, rng)
+    leaf_order = np.array(tree.leaf_order)
+    start, end = np.array(tree.start), np.array(tree.end)
+    scale = rng.uniform(0.5, 2, tree.n_nodes) / tree.size
+    Y = rng.standard_normal((3, 25, 40))
+    expected = np.stack(
+        [scale[f] * Y[:, tree.folder(f), :].sum(axis=1) for f in range(tree.n_nodes)], axis=1
+    )
+    out = np.empty((3, tree.n_nodes, 40))
+    kernels.folder_means_mid(Y, leaf_order, start, end, scale, 16, 2, out)
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-14)
+    out2 = np.empty((40, tree.n_nodes))
+    kernels.folder_means_rows(np.ascontiguousarray(Y[1].T), leaf_order, start, end, scale, 2, out2)
+    np.testing.assert_allclose(out2, expected[1].T, rtol=1e-12, atol=1e-14)
+
+
+# --------------------------------------------------------------------------- dual affinity
+def test_dual_affinity_closed_form():
+    d = np.array([[0.0, 1.0, 4.0], [1.0, 0.0, 2.0], [4.0, 2.0, 0.0]])
+    # median over all 9 entries, the three zeros included, is 1
+    np.testing.assert_allclose(dual_affinity(d), np.exp(-d))
+    np.testing.assert_allclose(dual_affinity(d, epsilon=2.0), np.exp(-d / 2.0))
+    zero_median = np.zeros((3, 3))
+    zero_median[0, 1] = zero_median[1, 0] = 3.0
+    np.testing.assert_allclose(dual_affinity(zero_median), np.exp(-zero_median))
+
+
+# --------------------------------------------------------------------------- validation
+def test_errors(rng):
+    X = rng.standard_normal((10, 6))
+    tree = dyadic_tree(10)
+    with pytest.raises(ValueError, match=r"tree on 9 points but the data has 10 rows"):
+        tree_emd(X, dyadic_tree(9))
+    bad = X.copy()
+    bad[2, 3] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        tree_emd(bad, tree)
+    bad[2, 3] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        multi_tree_emd(bad, [tree, None])
+    with pytest.raises(ValueError, match="must be 2-D"):
+        tree_emd(X[:, :, None], tree)
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        multi_tree_emd(X[:, 0], [tree])
+    with pytest.raises(TypeError, match="PartitionTree"):
+        tree_emd(X, np.arange(10))
+    with pytest.raises(ValueError, match="alpha must be a finite real"):
+        tree_emd(X, tree, alpha=np.inf)
+    with pytest.raises(ValueError, match="beta must be a finite real"):
+        tree_emd(X, tree, beta="1")
+    with pytest.raises(ValueError, match="folder_weights must have one entry per tree node"):
+        tree_emd(X, tree, folder_weights=np.ones(3))
+    with pytest.raises(ValueError, match="non-negative"):
+        tree_emd(X, tree, folder_weights=-np.ones(tree.n_nodes))
+    with pytest.raises(ValueError, match="dtype must be"):
+        tree_emd(X, tree, dtype=np.int64)
+    with pytest.raises(ValueError, match="n_jobs"):
+        tree_emd(X, tree, n_jobs=0)
+    X3 = rng.standard_normal((10, 6, 4))
+    with pytest.raises(ValueError, match=r"trees\[2\] \(the compared axis\) must be None"):
+        multi_tree_emd(X3, [tree, dyadic_tree(6), dyadic_tree(4)], axis=2)
+    with pytest.raises(ValueError, match="trees must be a scalar or a sequence of length 3"):
+        multi_tree_emd(X3, [tree], axis=2)
+    with pytest.raises(ValueError, match=r"trees\[1\] is a tree on 5 points .* 6 entries"):
+        multi_tree_emd(X3, [tree, dyadic_tree(5), None])
+    with pytest.raises(ValueError, match="alphas must be a scalar or a sequence"):
+        multi_tree_emd(X3, [tree, dyadic_tree(6), None], alphas=[1.0] * 4)
+    with pytest.raises(ValueError, match="axis must be an integer"):
+        multi_tree_emd(X3, [tree, dyadic_tree(6), None], axis=3)
+    with pytest.raises(ValueError, match="square"):
+        dual_affinity(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="non-negative"):
+        dual_affinity(-np.ones((2, 2)))
+    with pytest.raises(ValueError, match="epsilon must be positive"):
+        dual_affinity(np.ones((2, 2)), epsilon=0.0)
