@@ -134,5 +134,7 @@ def questionnaire_3d(X, n_iter, alpha, beta, c=1.0):
     trees.append(None)
     for _ in range(n_iter):
         for axis in (2, 0, 1):
-            trees[axis] = flexible_tree(emd_affinity(_axis_features(X, axis, trees, alpha, beta)), c)
+            trees[axis] = flexible_tree(
+                emd_affinity(_axis_features(X, axis, trees, alpha, beta)), c
+            )
     return trees

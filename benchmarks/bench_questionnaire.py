@@ -90,8 +90,10 @@ def measure(name, impl):
 
 
 def main(names):
-    print(f"{'case':<18}{'n_iter':>7}{'skorg s':>10}{'peak MB':>9}{'naive s':>10}"
-          f"{'naive MB':>10}{'speed-up':>10}{'vs original':>13}")
+    print(
+        f"{'case':<18}{'n_iter':>7}{'skorg s':>10}{'peak MB':>9}{'naive s':>10}"
+        f"{'naive MB':>10}{'speed-up':>10}{'vs original':>13}"
+    )
     for name, _, _, n_iter, with_naive in CASES:
         if names and name not in names:
             continue

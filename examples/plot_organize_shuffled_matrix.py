@@ -60,8 +60,10 @@ def main(sizes=(64, 128), seeds=(0, 1, 2), noise=0.05):
                 for name, method in baselines.items():
                     results[name].append(evaluate(data, *scipy_orders(data.X, method)))
     n_cases = len(results["scipy average linkage + OLO"])
-    print(f"{n_cases} shuffled matrices, sizes {sizes}, noise {noise} "
-          f"({time.perf_counter() - start:.1f} s)")
+    print(
+        f"{n_cases} shuffled matrices, sizes {sizes}, noise {noise} "
+        f"({time.perf_counter() - start:.1f} s)"
+    )
     print(f"{'method':<36}{'mean |rho|':>12}{'stress/true':>13}")
     for name, values in results.items():
         rho, stress = np.mean(values, axis=0)

@@ -8,10 +8,10 @@ The estimators are re-exported here; the topical subpackages hold everything els
 
 __version__ = "0.1.0.dev0"
 
-from . import datasets, metrics, organize, transforms, trees  # noqa: E402
-from .organize import QuestionnaireOrganizer, questionnaire  # noqa: E402
-from .transforms import ParaproductDecomposer, TreeHaarTransform  # noqa: E402
-from .trees import PartitionTree  # noqa: E402
+from . import datasets, metrics, organize, transforms, trees
+from .organize import QuestionnaireOrganizer, questionnaire
+from .transforms import ParaproductDecomposer, TreeHaarTransform
+from .trees import PartitionTree
 
 __all__ = [
     "ParaproductDecomposer",

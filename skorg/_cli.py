@@ -39,11 +39,23 @@ def _demo(args):
     for ordering in ("emd_olo", "tree_olo", "tree"):
         start = time.perf_counter()
         org = QuestionnaireOrganizer(n_iter=args.n_iter, ordering=ordering).fit(X)
-        rows.append((f"questionnaire, ordering={ordering}", org.row_order_, org.column_order_,
-                     time.perf_counter() - start))
+        rows.append(
+            (
+                f"questionnaire, ordering={ordering}",
+                org.row_order_,
+                org.column_order_,
+                time.perf_counter() - start,
+            )
+        )
     start = time.perf_counter()
-    rows.append(("scipy average + optimal leaf order", _scipy_olo_order(X), _scipy_olo_order(X.T),
-                 time.perf_counter() - start))
+    rows.append(
+        (
+            "scipy average + optimal leaf order",
+            _scipy_olo_order(X),
+            _scipy_olo_order(X.T),
+            time.perf_counter() - start,
+        )
+    )
     for name, r, c, seconds in rows:
         rho_r = order_spearman(r, data.row_true_order)
         rho_c = order_spearman(c, data.col_true_order)

@@ -19,7 +19,9 @@ def smooth_surface(x, y, kind="band"):
     y = np.asarray(y, dtype=np.float64)
     if kind == "band":
         width = 0.12 + 0.08 * x
-        return np.exp(-((x - y) ** 2) / (2.0 * width**2)) + 0.25 * (1.0 + np.sin(2.0 * np.pi * x)) * y
+        return (
+            np.exp(-((x - y) ** 2) / (2.0 * width**2)) + 0.25 * (1.0 + np.sin(2.0 * np.pi * x)) * y
+        )
     if kind == "ridge":
         centre = 0.5 + 0.4 * np.sin(np.pi * (x - 0.5))
         return np.exp(-((y - centre) ** 2) / (2.0 * 0.1**2)) + 0.2 * x * (1.0 - y)

@@ -207,7 +207,9 @@ def check_affinity(A, name="affinity"):
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"{name} must be square, got shape {A.shape}.")
     if np.any(A < 0):
-        raise ValueError(f"{name} must be non-negative; found {int(np.sum(A < 0))} negative entries.")
+        raise ValueError(
+            f"{name} must be non-negative; found {int(np.sum(A < 0))} negative entries."
+        )
     scale = max(float(np.abs(A).max()), 1.0)
     if not np.allclose(A, A.T, rtol=1e-10, atol=1e-12 * scale):
         raise ValueError(f"{name} must be symmetric.")

@@ -6,7 +6,6 @@ from numbers import Integral
 
 import numpy as np
 from scipy.linalg import eigh
-from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 from ._affinity import check_affinity
@@ -65,9 +64,9 @@ def diffusion_eigenpairs(
     With ``S = D^{-1/2} A D^{-1/2}`` the top eigenvector is known in closed
     form (``D^{1/2} 1``); it is deflated before the eigensolver, so that a
     graph that falls apart (several eigenvalues equal to 1) still gives finite
-    coordinates ``psi_k = v_k / v_0``. Connected graphs above 128 points use
-    ARPACK (Lanczos, fixed start vector, full tolerance); the rest use dense
-    LAPACK.
+    coordinates ``psi_k = v_k / v_0``. Above 128 points ARPACK (Lanczos, fixed
+    start vector, full tolerance) is used unless it finds a second eigenvalue
+    within 1e-6 of 1 (a graph in pieces); the rest use dense LAPACK.
 
     References
     ----------
@@ -94,7 +93,7 @@ def diffusion_eigenpairs(
     if k > 1:
         deflated = S - np.outer(v0, v0)
         deflated = 0.5 * (deflated + deflated.T)
-        sub_vals, sub_vecs = _leading_eigenpairs(deflated, k - 1, by_magnitude, A, v0)
+        sub_vals, sub_vecs = _leading_eigenpairs(deflated, k - 1, by_magnitude, v0)
         vals = np.concatenate([vals, np.abs(sub_vals) if by_magnitude else sub_vals])
         vecs = np.hstack([vecs, sub_vecs])
     psi = vecs / v0[:, None]
@@ -105,27 +104,36 @@ def diffusion_eigenpairs(
 
 # Below this size a full dense eigendecomposition is cheapest and simplest.
 _DENSE_MAX = 128
+# A second eigenvalue this close to 1 is treated as a graph in several pieces.
+_DEGENERATE_GAP = 1e-6
 
 
-def _leading_eigenpairs(M, m, by_magnitude, affinity, v0):
+def _leading_eigenpairs(M, m, by_magnitude, v0):
     """The m eigenpairs of the symmetric M of largest |lambda| (or largest lambda).
 
-    ARPACK (Lanczos) with a fixed start vector is used for large connected
-    graphs; small matrices, graphs that fall apart (degenerate eigenvalues)
-    and the rare non-convergence go to dense LAPACK.
+    ARPACK (Lanczos) with a fixed start vector is used for large matrices. M
+    has the trivial eigenvector deflated, so a remaining eigenvalue of 1 means
+    the graph falls apart (a degenerate eigenvalue, which Lanczos resolves
+    poorly): that case, small matrices and the rare non-convergence go to
+    dense LAPACK.
     """
     n = M.shape[0]
-    if n > _DENSE_MAX and m < n // 3 and _is_connected(affinity):
+    if n > _DENSE_MAX and m < n // 3:
         start = np.random.default_rng(0).standard_normal(n)
         try:
             vals, vecs = eigsh(
-                M, k=m, which="LM" if by_magnitude else "LA", v0=start, tol=0.0,
+                M,
+                k=m,
+                which="LM" if by_magnitude else "LA",
+                v0=start,
+                tol=0.0,
                 ncv=min(n, max(2 * m + 1, 24)),
             )
         except ArpackNoConvergence:
             pass
         else:
-            return _sorted_pairs(vals, vecs, by_magnitude, m, v0)
+            if np.max(np.abs(vals)) < 1.0 - _DEGENERATE_GAP:
+                return _sorted_pairs(vals, vecs, by_magnitude, m, v0)
     if by_magnitude and n > 2 * m + 1:
         lo_vals, lo_vecs = eigh(M, subset_by_index=[0, m - 1], driver="evx")
         hi_vals, hi_vecs = eigh(M, subset_by_index=[n - m, n - 1], driver="evx")
@@ -144,12 +152,6 @@ def _sorted_pairs(vals, vecs, by_magnitude, m, v0):
     key = np.abs(vals) if by_magnitude else vals
     pick = np.argsort(-key, kind="stable")[:m]
     return vals[pick], vecs[:, pick]
-
-
-def _is_connected(affinity):
-    graph = np.asarray(affinity) > _AFFINITY_FLOOR
-    n_components, _ = connected_components(graph, directed=False)
-    return n_components == 1
 
 
 def _fix_signs(psi):

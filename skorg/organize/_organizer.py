@@ -231,9 +231,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
 
     def _check_new(self, X, *, same_rows):
         check_is_fitted(self)
-        X = validate_data(
-            self, X, dtype=[np.float64, np.float32], allow_nd=True, reset=False
-        )
+        X = validate_data(self, X, dtype=[np.float64, np.float32], allow_nd=True, reset=False)
         expected = self.shape_ if same_rows else self.shape_[1:]
         got = X.shape if same_rows else X.shape[1:]
         if got != expected:

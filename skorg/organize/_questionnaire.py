@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 
@@ -92,7 +92,9 @@ def resolve_params(preset=None, **given):
 
 def _per_axis(value, n_axes, name, positive=False):
     if np.ndim(value) > 1 or (np.ndim(value) == 1 and len(value) != n_axes):
-        raise ValueError(f"{name} must be a number or a sequence of {n_axes} numbers, got {value!r}.")
+        raise ValueError(
+            f"{name} must be a number or a sequence of {n_axes} numbers, got {value!r}."
+        )
     values = np.broadcast_to(np.asarray(value, dtype=np.float64), (n_axes,))
     if not np.all(np.isfinite(values)) or (positive and np.any(values <= 0)):
         kind = "positive numbers" if positive else "finite numbers"
@@ -231,7 +233,8 @@ def questionnaire(
         A = dual_affinity(d, epsilon=epsilons[axis])
         distances[axis] = d
         affinities[axis] = A
-        record(iteration, axis, flexible_tree(A, tree_constant=constants[axis]))
+        tree = flexible_tree(A, tree_constant=constants[axis], check_input=False)
+        record(iteration, axis, tree)
 
     sweep = [ndim - 1, *range(ndim - 1)]
     for iteration in range(1, p["n_iter"] + 1):

@@ -12,7 +12,9 @@ from ._partition_tree import PartitionTree
 __all__ = ["flexible_tree"]
 
 
-def flexible_tree(affinity, *, tree_constant=1.0, n_eigs=12, return_embedding=False):
+def flexible_tree(
+    affinity, *, tree_constant=1.0, n_eigs=12, return_embedding=False, check_input=True
+):
     """Flexible partition tree of an affinity (Ankenman's bottom-up tree).
 
     Points are joined level by level by diffusion distance at doubling
@@ -31,6 +33,9 @@ def flexible_tree(affinity, *, tree_constant=1.0, n_eigs=12, return_embedding=Fa
         Diffusion eigenpairs used (the trivial one included).
     return_embedding : bool, default=False
         Also return the eigenvectors and eigenvalues used.
+    check_input : bool, default=True
+        Validate the affinity (finite, square, symmetric, non-negative).
+        Callers that built it themselves may skip the O(n^2) checks.
 
     Returns
     -------
@@ -71,7 +76,7 @@ def flexible_tree(affinity, *, tree_constant=1.0, n_eigs=12, return_embedding=Fa
     from ..metrics._affinity import check_affinity
     from ..metrics._diffusion import diffusion_eigenpairs
 
-    A = check_affinity(affinity)
+    A = check_affinity(affinity) if check_input else np.asarray(affinity, dtype=np.float64)
     if not (isinstance(tree_constant, Real) and np.isfinite(tree_constant) and tree_constant > 0):
         raise ValueError(f"tree_constant must be a positive number, got {tree_constant!r}.")
     n = A.shape[0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 
 __all__ = ["PartitionTree"]
@@ -20,7 +22,9 @@ def _as_int_array(values, name, ndim):
 def _check_permutation(order, n, name="leaf_order"):
     order = _as_int_array(order, name, 1)
     if order.shape[0] != n or not np.array_equal(np.sort(order), np.arange(n)):
-        raise ValueError(f"{name} must be a permutation of 0..{n - 1}, got {order.shape[0]} values.")
+        raise ValueError(
+            f"{name} must be a permutation of 0..{n - 1}, got {order.shape[0]} values."
+        )
     return order
 
 
@@ -100,8 +104,10 @@ class PartitionTree:
         if not np.array_equal(bounds[0], [0]):
             raise ValueError("The first level must be the root: level_bounds[0] == [0].")
         if not np.array_equal(bounds[-1], np.arange(n)):
-            raise ValueError("The last level must hold the singletons: level_bounds[-1] == range(n).")
-        for lvl, (coarse, fine) in enumerate(zip(bounds[:-1], bounds[1:])):
+            raise ValueError(
+                "The last level must hold the singletons: level_bounds[-1] == range(n)."
+            )
+        for lvl, (coarse, fine) in enumerate(pairwise(bounds)):
             if np.any(np.diff(fine) <= 0) or fine[0] != 0 or fine[-1] >= n:
                 raise ValueError(f"level_bounds[{lvl + 1}] must be increasing starts in [0, n).")
             if not np.all(np.isin(coarse, fine)):
@@ -123,7 +129,9 @@ class PartitionTree:
             parent[level_ptr[lvl] : level_ptr[lvl + 1]] = level_ptr[lvl - 1] + idx
         # parents are non-decreasing in BFS order, so the children of a node are contiguous
         child_ptr = np.searchsorted(parent[1:], np.arange(start.shape[0] + 1), side="left") + 1
-        self._set_arrays(leaf_order, start, end, level, parent, child_ptr.astype(np.intp), level_ptr)
+        self._set_arrays(
+            leaf_order, start, end, level, parent, child_ptr.astype(np.intp), level_ptr
+        )
 
     def _set_arrays(self, leaf_order, start, end, level, parent, child_ptr, level_ptr):
         self.leaf_order = leaf_order
@@ -291,7 +299,7 @@ class PartitionTree:
             # clusters at this depth, plus leaves that ended above it (chains)
             if lvl < n_levels - 1:
                 members = np.flatnonzero(depth == lvl)
-                chained = np.flatnonzero((depth[:n] < lvl))
+                chained = np.flatnonzero(depth[:n] < lvl)
                 starts = np.concatenate([first[members], first[chained]])
             else:
                 starts = np.arange(n)
@@ -379,7 +387,10 @@ class PartitionTree:
 
     def __getstate__(self):
         bounds = [self.start[self.level_nodes(lvl)] for lvl in range(self.n_levels)]
-        return {"leaf_order": np.array(self.leaf_order), "level_bounds": [np.array(b) for b in bounds]}
+        return {
+            "leaf_order": np.array(self.leaf_order),
+            "level_bounds": [np.array(b) for b in bounds],
+        }
 
     def __setstate__(self, state):
         self.__init__(state["leaf_order"], state["level_bounds"])

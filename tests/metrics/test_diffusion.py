@@ -35,7 +35,7 @@ def test_disconnected_graph_gives_finite_coordinates():
 
 def test_signs_are_deterministic():
     x = np.linspace(0, 1, 12)
-    A = np.exp(-np.subtract.outer(x, x) ** 2 / 0.1)
+    A = np.exp(-(np.subtract.outer(x, x) ** 2) / 0.1)
     psi1, _ = diffusion_eigenpairs(A, 4)
     perm = np.arange(12)[::-1]
     psi2, _ = diffusion_eigenpairs(A[np.ix_(perm, perm)], 4)
@@ -45,12 +45,14 @@ def test_signs_are_deterministic():
 
 def test_embedding_is_monotone_on_a_line():
     x = np.linspace(0, 1, 40)
-    emb, lam = diffusion_embedding(np.exp(-np.subtract.outer(x, x) ** 2 / 0.05), 2, diffusion_time=2)
+    emb, lam = diffusion_embedding(
+        np.exp(-(np.subtract.outer(x, x) ** 2) / 0.05), 2, diffusion_time=2
+    )
     d = np.diff(emb[:, 0])
     assert np.all(d > 0) or np.all(d < 0)
     assert lam.shape == (2,)
 
 
 def test_small_inputs():
-    psi, lam = diffusion_eigenpairs(np.eye(2), 12)
+    psi, _ = diffusion_eigenpairs(np.eye(2), 12)
     assert psi.shape == (2, 2) and np.all(np.isfinite(psi))

@@ -28,7 +28,7 @@ def test_reference_trees_from_cosine_init(reference, case, axis):
 
 def test_tree_shape_statistics():
     x = np.sort(np.random.default_rng(0).uniform(size=200))
-    tree = flexible_tree(np.exp(-np.subtract.outer(x, x) ** 2 / 0.01))
+    tree = flexible_tree(np.exp(-(np.subtract.outer(x, x) ** 2) / 0.01))
     bottom = tree.level_sizes()[-2]
     assert 200 / 4 < bottom < 200 / 2  # about 2.5 to 3 points per folder at the bottom
     assert tree.n_children.max() <= 8
@@ -37,7 +37,7 @@ def test_tree_shape_statistics():
 def test_leaf_order_recovers_a_curve():
     rng = np.random.default_rng(3)
     x = rng.uniform(size=60)
-    tree = flexible_tree(np.exp(-np.subtract.outer(x, x) ** 2 / 0.02))
+    tree = flexible_tree(np.exp(-(np.subtract.outer(x, x) ** 2) / 0.02))
     ordered = x[tree.leaf_order]
     rho = np.corrcoef(np.argsort(np.argsort(ordered)), np.arange(60))[0, 1]
     assert abs(rho) > 0.97
