@@ -13,6 +13,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     ) from exc
 
 from ._corpus import stdlib_sentences
+from ._corpus_dask import dask_head_statistics, load_head_statistics, map_head_statistics
 from ._extract import AttentionMaps, extract_attention
 from ._mask import attention_layout, gate_heads, mask_heads
 from ._network import compare_networks, network_entropy, network_tensor
@@ -32,11 +33,14 @@ __all__ = [
     "attention_entropy",
     "attention_layout",
     "compare_networks",
+    "dask_head_statistics",
     "extract_attention",
     "gate_heads",
     "head_confidence",
     "head_gradient_importance",
     "head_sparsity",
+    "load_head_statistics",
+    "map_head_statistics",
     "mask_heads",
     "network_entropy",
     "network_tensor",

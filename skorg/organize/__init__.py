@@ -1,5 +1,6 @@
 """Organize matrices and tensors: the questionnaire and its estimator."""
 
+from ._assign import assign_to_tree
 from ._ordering import ORDERINGS, leaf_order
 from ._organizer import QuestionnaireOrganizer
 from ._questionnaire import PRESETS, SCHEDULES, QuestionnaireResult, questionnaire
@@ -10,6 +11,7 @@ __all__ = [
     "SCHEDULES",
     "QuestionnaireOrganizer",
     "QuestionnaireResult",
+    "assign_to_tree",
     "leaf_order",
     "questionnaire",
 ]

@@ -65,10 +65,16 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         that order with children rearranged, or optimal leaf ordering on the
         learned distances, which need not follow the tree's folders).
     random_state : int, RandomState instance or None, default=None
-        Accepted for API compatibility; the dense algorithm draws no random
-        numbers, so results do not depend on it.
+        Seed of the sparse path (None: 0); the dense algorithm draws no random
+        numbers, so its results do not depend on it.
     n_jobs : int, default=None
         Threads for the distance kernels (None: numba's default).
+    affinity_mode : {"auto", "dense", "sparse"}, default="auto"
+        Dense (m, m) affinities, or k-nearest-neighbour affinities and sparse
+        flexible trees (``"auto"``: for axes longer than 10,000); see
+        :func:`~skorg.organize.questionnaire`.
+    n_neighbors : int, default=15
+        Neighbours per point on the sparse path.
 
     Attributes
     ----------
@@ -140,6 +146,8 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         "ordering": [StrOptions(set(ORDERINGS)), None],
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
+        "affinity_mode": [StrOptions({"auto", "dense", "sparse"})],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -157,6 +165,8 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         ordering=None,
         random_state=None,
         n_jobs=None,
+        affinity_mode="auto",
+        n_neighbors=15,
     ):
         self.preset = preset
         self.n_iter = n_iter
@@ -170,6 +180,8 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         self.ordering = ordering
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.affinity_mode = affinity_mode
+        self.n_neighbors = n_neighbors
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -216,6 +228,9 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
             ordering=self.ordering,
             preset=self.preset,
             n_jobs=self.n_jobs,
+            affinity_mode=self.affinity_mode,
+            n_neighbors=self.n_neighbors,
+            random_state=self.random_state,
             check_input=False,
         )
         self.trees_ = result.trees

@@ -11,6 +11,7 @@ from .._validation import check_finite_array
 from ..metrics import affinity_matrix
 from ..trees import flexible_tree
 from ._ordering import ORDERINGS, leaf_order
+from ._sparse import sparse_axes, sparse_initial, sparse_rebuild
 
 __all__ = ["PRESETS", "SCHEDULES", "QuestionnaireResult", "questionnaire"]
 
@@ -120,6 +121,9 @@ def questionnaire(
     ordering=None,
     preset=None,
     n_jobs=None,
+    affinity_mode="auto",
+    n_neighbors=15,
+    random_state=None,
     check_input=True,
 ):
     """Learn a partition tree on every axis of a matrix or tensor.
@@ -165,6 +169,17 @@ def questionnaire(
         The paper's settings (see :data:`PRESETS`).
     n_jobs : int, optional
         Threads for the distance kernels.
+    affinity_mode : {"auto", "dense", "sparse"}, default="auto"
+        ``"sparse"`` builds every axis from a k-nearest-neighbour affinity
+        (:func:`~skorg.metrics.knn_affinity`, :func:`~skorg.metrics.knn_tree_emd_affinity`)
+        and :func:`~skorg.trees.sparse_flexible_tree`: O(m k) memory instead of O(m^2),
+        float32 features; its distances and affinities are sparse matrices and its order is
+        the tree's leaf order. ``"auto"`` takes it for axes longer than 10,000.
+    n_neighbors : int, default=15
+        Neighbours per point on the sparse path.
+    random_state : int, RandomState or None, default=None
+        Seed of the sparse path's neighbour search and samples (None: 0); the dense path
+        draws no random numbers.
     check_input : bool, default=True
 
     Returns
@@ -208,6 +223,8 @@ def questionnaire(
     epsilons = _per_axis(p["epsilon"], ndim, "epsilon", positive=True)
     constants = _per_axis(p["tree_constant"], ndim, "tree_constant", positive=True)
     init_params = dict(init_affinity_params or {})
+    sparse = sparse_axes(X.shape, affinity_mode, n_neighbors)
+    p.update(affinity_mode=affinity_mode, n_neighbors=n_neighbors)
 
     trees = [None] * ndim
     affinities = [None] * ndim
@@ -220,15 +237,33 @@ def questionnaire(
         history.append({"iteration": iteration, "axis": axis, "tree": tree, "changed": changed})
         trees[axis] = tree
 
+    def initial(axis):
+        if sparse[axis]:
+            A, tree = sparse_initial(
+                _unfold(X, axis), p["init_affinity"], init_params, constants[axis],
+                n_neighbors, random_state, n_jobs,
+            )  # fmt: skip
+        else:
+            A = affinity_matrix(_unfold(X, axis), p["init_affinity"], **init_params)
+            tree = flexible_tree(A, tree_constant=constants[axis])
+        affinities[axis] = A
+        record(0, axis, tree)
+
     init_axes = range(ndim) if p["schedule"] == "jacobi" else range(ndim - 1)
     for axis in init_axes:
-        A = affinity_matrix(_unfold(X, axis), p["init_affinity"], **init_params)
-        affinities[axis] = A
-        record(0, axis, flexible_tree(A, tree_constant=constants[axis]))
+        initial(axis)
     initial_trees = list(trees)
 
     def rebuild(axis, source_trees, iteration):
         others = [t if a != axis else None for a, t in enumerate(source_trees)]
+        if sparse[axis]:
+            d, A, tree = sparse_rebuild(
+                X, others, axis, alphas, betas, epsilons[axis], constants[axis], n_neighbors,
+                random_state, n_jobs,
+            )  # fmt: skip
+            distances[axis], affinities[axis] = d, A
+            record(iteration, axis, tree)
+            return
         d = multi_tree_emd(X, others, axis=axis, alphas=alphas, betas=betas, n_jobs=n_jobs)
         A = dual_affinity(d, epsilon=epsilons[axis])
         distances[axis] = d
@@ -251,10 +286,10 @@ def questionnaire(
 
     if any(t is None for t in trees):
         # n_iter == 0 with the alternating schedules: the last axis gets its initial tree
-        axis = ndim - 1
-        A = affinity_matrix(_unfold(X, axis), p["init_affinity"], **init_params)
-        affinities[axis] = A
-        record(0, axis, flexible_tree(A, tree_constant=constants[axis]))
+        initial(ndim - 1)
 
-    orders = [leaf_order(t, d, p["ordering"]) for t, d in zip(trees, distances)]
+    orders = [
+        leaf_order(t, None if sp_axis else d, p["ordering"])
+        for t, d, sp_axis in zip(trees, distances, sparse)
+    ]
     return QuestionnaireResult(trees, orders, affinities, distances, history, p)

@@ -3,5 +3,6 @@
 from ._builders import dyadic_tree, linkage_tree
 from ._flexible import flexible_tree
 from ._partition_tree import PartitionTree
+from ._sparse_flexible import sparse_flexible_tree
 
-__all__ = ["PartitionTree", "dyadic_tree", "flexible_tree", "linkage_tree"]
+__all__ = ["PartitionTree", "dyadic_tree", "flexible_tree", "linkage_tree", "sparse_flexible_tree"]
