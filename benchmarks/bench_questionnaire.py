@@ -32,6 +32,7 @@ CASES = [
     ("3d_128x128x72", "3d", (128, 128, 72), 3, True),
     ("3d_256x256x128", "3d", (256, 256, 128), 3, False),
     ("3d_512x512x144", "3d", (512, 512, 144), 3, False),
+    ("3d_1024x1024x144", "3d", (1024, 1024, 144), 3, False),
 ]
 # Timings of the original implementation on this kind of machine (2 cores), from SPEC 5.
 ORIGINAL_SECONDS = {"2d_512": 7.3, "3d_256x256x128": 11.6}

@@ -5,7 +5,6 @@ Nothing here reaches the network (no intersphinx). Build with
 gallery without running the examples.
 """
 
-import re
 import shutil
 from pathlib import Path
 
@@ -62,49 +61,3 @@ sphinx_gallery_conf = {
     "backreferences_dir": None,
     "within_subsection_order": "FileNameSortKey",
 }
-
-
-# Plain-text notation in docstrings that reStructuredText reads as markup: |F| (a
-# substitution), (*R (emphasis) and names_ followed by , or ) (a link target). Escape it in
-# prose, outside ``literals``, so the docstrings stay readable in a terminal as they are.
-_LITERAL = re.compile(r"(``.*?``|`[^`]*`)")
-_FIXES = [
-    (re.compile(r"(?<![\\|])\|([^|\s][^|]{0,40}?)\|(?![|_])"), r"\\|\1\\|"),
-    (re.compile(r"\(\*(?=\w)"), r"(\\*"),
-    (re.compile(r"\b(\w+?)_(?=[,)])"), r"\1\\_"),
-]
-
-
-def _escape_prose(app, what, name, obj, options, lines):
-    in_block = False
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        if stripped.startswith((">>>", "...", ".. math", "..  math")) or stripped.endswith("::"):
-            in_block = stripped.endswith("::") or stripped.startswith(".. math")
-            continue
-        if in_block and (not stripped or line.startswith("        ")):
-            continue
-        in_block = False
-        parts = _LITERAL.split(line)
-        for k in range(0, len(parts), 2):  # even parts are outside literals
-            for pattern, repl in _FIXES:
-                parts[k] = pattern.sub(repl, parts[k])
-        lines[i] = "".join(parts)
-    # a paragraph right after a bullet list needs a blank line before it
-    out, bullet_indent = [], None
-    for line in lines:
-        indent = len(line) - len(line.lstrip())
-        if line.lstrip().startswith("- "):
-            bullet_indent = indent
-        elif bullet_indent is not None and line.strip() and indent <= bullet_indent:
-            if out and out[-1].strip():
-                out.append("")
-            bullet_indent = None
-        elif not line.strip():
-            bullet_indent = None
-        out.append(line)
-    lines[:] = out
-
-
-def setup(app):
-    app.connect("autodoc-process-docstring", _escape_prose, priority=100)

@@ -31,7 +31,10 @@ def pytest_configure(config):
     # CI must run the torch-based tests, never skip them for a missing install
     if os.environ.get("CI"):
         import importlib.util
+        import shutil
 
-        for mod in ("torch", "transformers"):
+        for mod in ("torch", "transformers", "dask", "pynndescent"):
             if importlib.util.find_spec(mod) is None:
-                raise pytest.UsageError(f"CI needs {mod} installed (pip install -e '.[test]').")
+                raise pytest.UsageError(f"CI needs {mod} installed (see the README test command).")
+        if shutil.which("chromium") is None:
+            raise pytest.UsageError("CI needs Debian's chromium for the report rendering test.")

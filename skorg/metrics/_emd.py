@@ -317,8 +317,8 @@ def tree_emd(
     summed over all nodes F of the tree: the root (level 0), every node of a one-child chain (a
     folder that passes unchanged to the next level counts once per level, with that level's
     weight) and the leaves; :math:`\\bar X_F(x)` is the mean of column x over the rows in F.
-    Folder means are prefix-sum differences along the leaf order (O(m |T|)); the pairwise sum is
-    O(m^2 |T|) and runs in a tiled numba kernel [1]_.
+    Folder means are prefix-sum differences along the leaf order (:math:`O(m |T|)`); the pairwise
+    sum is :math:`O(m^2 |T|)` and runs in a tiled numba kernel [1]_.
 
     References
     ----------

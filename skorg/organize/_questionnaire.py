@@ -160,6 +160,7 @@ def questionnaire(
           code, used by the paper's Hoelder organization).
         - ``"reference_3d"``: as alternating, except that axis d-1 is always
           built from the *initial* trees (the published 3-D code).
+
         The last two reproduce the original implementation; the first is the
         corrected default.
     ordering : {"emd_olo", "tree", "tree_olo"}, default="emd_olo"

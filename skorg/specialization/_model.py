@@ -49,10 +49,10 @@ def attention_forward(X, keys, biases, values, normalization, *, dim=None):
 
     Parameters
     ----------
-    X : tensor of shape (*R, ..., n_tokens, p)
-    keys, values : tensors of shape (*R, n_heads, p)
+    X : tensor of shape (``*R``, ..., n_tokens, p)
+    keys, values : tensors of shape (``*R``, n_heads, p)
         ``R`` are optional replica axes: replica ``r`` of the weights acts on ``X[r]``.
-    biases : tensor of shape (*R, n_heads)
+    biases : tensor of shape (``*R``, n_heads)
     normalization : {"softmax", "softmax1", "bayes_softmax"}
     dim : int, default=None
         ``D`` in the ``1 / sqrt(D)`` scaling; ``p`` when None. Passing the true ``D`` lets ``X``
@@ -61,7 +61,7 @@ def attention_forward(X, keys, biases, values, normalization, *, dim=None):
 
     Returns
     -------
-    y_hat : tensor of shape (*R, ...)
+    y_hat : tensor of shape (``*R``, ...)
         ``sum_h sum_l a_{h,l} x_l . v_h / sqrt(D)`` with ``a`` from ``x_l . k_h / sqrt(D) + b_h``.
     """
     scale = 1.0 / math.sqrt(X.shape[-1] if dim is None else dim)

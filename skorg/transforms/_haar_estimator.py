@@ -52,7 +52,7 @@ class TreeHaarTransform(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     support_ : ndarray of shape (n_features,)
         Support size of every basis vector, in output order.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined when X has string column names.
 
     See Also

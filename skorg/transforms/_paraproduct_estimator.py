@@ -82,7 +82,7 @@ class ParaproductDecomposer(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         ``||omitted|| / ||A(X)||`` per matrix.
     n_features_in_ : int
         Number of columns (keys).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined when ``X`` has string column names.
 
     See Also
