@@ -9,7 +9,9 @@ passes ``scale = weight / size`` for every folder it keeps.
 The parallel loops split their iteration space into one contiguous range per
 thread (``_split``, with ``n_threads`` passed in: calling
 ``numba.get_num_threads`` inside a cached parallel kernel defeats the cache) so
-that every thread allocates its scratch buffer once.
+that every thread allocates its scratch buffer once. Each range runs in a
+serial function that the caller also calls directly for small inputs: a
+parallel region costs a scheduler quantum (milliseconds) on busy cores.
 
 The pairwise weighted L1 distance is O(m^2 k), the dominant cost of the
 questionnaire. The kernel visits the upper triangle of the m x m output in
@@ -37,26 +39,58 @@ def _split(n_items, n_parts, part):
     return lo, hi
 
 
+@numba.njit(cache=True)
+def _rows_range(Y, leaf_order, start, end, scale, lo, hi, out):
+    n = Y.shape[1]
+    k = start.shape[0]
+    P = np.empty(n + 1, dtype=np.float64)
+    P[0] = 0.0
+    for a in range(lo, hi):
+        acc = 0.0
+        for p in range(n):
+            acc += Y[a, leaf_order[p]]
+            P[p + 1] = acc
+        for f in range(k):
+            out[a, f] = scale[f] * (P[end[f]] - P[start[f]])
+
+
 @numba.njit(parallel=True, cache=True)
 def folder_means_rows(Y, leaf_order, start, end, scale, n_threads, out):
     """``out[a, f] = scale[f] * sum(Y[a, leaf_order[start[f]:end[f]]])``.
 
     Y has shape (A, n), out (A, k).
     """
-    A, n = Y.shape
-    k = start.shape[0]
+    A = Y.shape[0]
     n_parts = min(n_threads, max(A, 1))
     for part in prange(n_parts):
         lo, hi = _split(A, n_parts, part)
-        P = np.empty(n + 1, dtype=np.float64)
-        P[0] = 0.0
-        for a in range(lo, hi):
-            acc = 0.0
-            for p in range(n):
-                acc += Y[a, leaf_order[p]]
-                P[p + 1] = acc
-            for f in range(k):
-                out[a, f] = scale[f] * (P[end[f]] - P[start[f]])
+        _rows_range(Y, leaf_order, start, end, scale, lo, hi, out)
+
+
+@numba.njit(cache=True)
+def _mid_range(Y, leaf_order, start, end, scale, lanes, lo, hi, out):
+    n, B = Y.shape[1], Y.shape[2]
+    k = start.shape[0]
+    n_blocks = (B + lanes - 1) // lanes
+    # flat (n + 1) x lanes running sums: a 2-D allocation here keeps numba from caching
+    P = np.empty((n + 1) * lanes, dtype=np.float64)
+    for item in range(lo, hi):
+        a = item // n_blocks
+        b0 = (item % n_blocks) * lanes
+        w = min(lanes, B - b0)
+        for b in range(w):
+            P[b] = 0.0
+        for p in range(n):
+            r = leaf_order[p]
+            row = p * lanes
+            for b in range(w):
+                P[row + lanes + b] = P[row + b] + Y[a, r, b0 + b]
+        for f in range(k):
+            s = start[f] * lanes
+            e = end[f] * lanes
+            c = scale[f]
+            for b in range(w):
+                out[a, f, b0 + b] = c * (P[e + b] - P[s + b])
 
 
 @numba.njit(parallel=True, cache=True)
@@ -67,32 +101,13 @@ def folder_means_mid(Y, leaf_order, start, end, scale, lanes, n_threads, out):
     Lanes ``b`` are processed in blocks of ``lanes`` so that the running-sum
     buffer stays small whatever B is.
     """
-    A, n, B = Y.shape
-    k = start.shape[0]
+    A, B = Y.shape[0], Y.shape[2]
     n_blocks = (B + lanes - 1) // lanes
     n_items = A * n_blocks
     n_parts = min(n_threads, max(n_items, 1))
     for part in prange(n_parts):
         lo, hi = _split(n_items, n_parts, part)
-        # flat (n + 1) x lanes running sums: a 2-D allocation here keeps numba from caching
-        P = np.empty((n + 1) * lanes, dtype=np.float64)
-        for item in range(lo, hi):
-            a = item // n_blocks
-            b0 = (item % n_blocks) * lanes
-            w = min(lanes, B - b0)
-            for b in range(w):
-                P[b] = 0.0
-            for p in range(n):
-                r = leaf_order[p]
-                row = p * lanes
-                for b in range(w):
-                    P[row + lanes + b] = P[row + b] + Y[a, r, b0 + b]
-            for f in range(k):
-                s = start[f] * lanes
-                e = end[f] * lanes
-                c = scale[f]
-                for b in range(w):
-                    out[a, f, b0 + b] = c * (P[e + b] - P[s + b])
+        _mid_range(Y, leaf_order, start, end, scale, lanes, lo, hi, out)
 
 
 @numba.njit(fastmath=True, inline="always")
@@ -184,7 +199,24 @@ def _tile_chunk(F, i0, i1, j0, j1, f0, f1, acc, diag):
         i += 4
 
 
-@numba.njit(parallel=True, fastmath=True, cache=True)
+@numba.njit(fastmath=True, cache=True)
+def _l1_tile(F, i0, j0, tile, chunk, out):
+    """The tile pair at rows i0 and j0 of :func:`pairwise_l1_sym`."""
+    m, k = F.shape
+    i1 = min(i0 + tile, m)
+    j1 = min(j0 + tile, m)
+    diag = i0 == j0
+    acc = np.zeros((tile, tile), dtype=np.float64)
+    for f0 in range(0, k, chunk):
+        _tile_chunk(F, i0, i1, j0, j1, f0, min(f0 + chunk, k), acc, diag)
+    for i in range(i0, i1):
+        for j in range(j0, j1):
+            if j > i or not diag:
+                out[i, j] += acc[i - i0, j - j0]
+                out[j, i] += acc[i - i0, j - j0]
+
+
+@numba.njit(parallel=True, cache=True)
 def pairwise_l1_sym(F, tile_i, tile_j, tile, chunk, out):
     """Add ``sum_f |F[i, f] - F[j, f]|`` to ``out[i, j]`` and ``out[j, i]``.
 
@@ -192,18 +224,12 @@ def pairwise_l1_sym(F, tile_i, tile_j, tile, chunk, out):
     tile pairs (tile_i <= tile_j) of the upper triangle, ``tile`` is the tile
     side (a multiple of 4) and ``chunk`` the number of features per pass.
     """
-    m, k = F.shape
     for p in prange(tile_i.shape[0]):
-        i0 = tile_i[p] * tile
-        i1 = min(i0 + tile, m)
-        j0 = tile_j[p] * tile
-        j1 = min(j0 + tile, m)
-        diag = i0 == j0
-        acc = np.zeros((tile, tile), dtype=np.float64)
-        for f0 in range(0, k, chunk):
-            _tile_chunk(F, i0, i1, j0, j1, f0, min(f0 + chunk, k), acc, diag)
-        for i in range(i0, i1):
-            for j in range(j0, j1):
-                if j > i or not diag:
-                    out[i, j] += acc[i - i0, j - j0]
-                    out[j, i] += acc[i - i0, j - j0]
+        _l1_tile(F, tile_i[p] * tile, tile_j[p] * tile, tile, chunk, out)
+
+
+@numba.njit(cache=True)
+def pairwise_l1_sym_serial(F, tile_i, tile_j, tile, chunk, out):
+    """:func:`pairwise_l1_sym` without a parallel region (same sums, same order)."""
+    for p in range(tile_i.shape[0]):
+        _l1_tile(F, tile_i[p] * tile, tile_j[p] * tile, tile, chunk, out)

@@ -80,13 +80,14 @@ def join_round(D, med, tree_constant):
 
 
 @numba.njit(cache=True)
-def mean_pairwise_distance(embedding, labels, n_groups):
-    """Mean Euclidean distance between the points of every pair of groups.
+def _group_distance_sums(emb, labels, n_groups):
+    """Sums of the point distances between every pair of groups, and the group sizes.
 
-    Serial on purpose: each pair is visited once (symmetry), and the work per
-    call is too small for threads to pay off next to BLAS threads.
+    Each distance is added to both halves in the order of the pairs (i, j),
+    i < j, so ``sums[a, b]`` and ``sums[b, a]`` receive the same additions in
+    the same order: the result is exactly symmetric.
     """
-    n, k = embedding.shape
+    n, k = emb.shape
     sums = np.zeros((n_groups, n_groups))
     counts = np.zeros(n_groups)
     for i in range(n):
@@ -96,12 +97,48 @@ def mean_pairwise_distance(embedding, labels, n_groups):
         for j in range(i + 1, n):
             acc = 0.0
             for c in range(k):
-                diff = embedding[i, c] - embedding[j, c]
+                diff = emb[i, c] - emb[j, c]
                 acc += diff * diff
-            d = np.sqrt(acc)
+            dist = np.sqrt(acc)
             gj = labels[j]
-            sums[gi, gj] += d
-            sums[gj, gi] += d
+            sums[gi, gj] += dist
+            sums[gj, gi] += dist
+    return sums, counts
+
+
+@numba.njit(cache=True)
+def round_distances(emb, labels, n_groups):
+    """The distance matrix of one flexible-tree round, and its strict upper triangle.
+
+    ``D[a, b]`` is the mean distance between the points of groups a and b
+    (see :func:`mean_pairwise_distance`), ``+inf`` where it is not finite and
+    on the diagonal; D is exactly symmetric. ``tri`` lists ``D[a, b]``, a < b,
+    row by row (the median of D follows from it).
+    """
+    sums, counts = _group_distance_sums(emb, labels, n_groups)
+    tri = np.empty(n_groups * (n_groups - 1) // 2)
+    t = 0
+    for a in range(n_groups):
+        sums[a, a] = np.inf
+        for b in range(a + 1, n_groups):
+            v = sums[a, b] / (counts[a] * counts[b])
+            if not np.isfinite(v):
+                v = np.inf
+            sums[a, b] = v
+            sums[b, a] = v
+            tri[t] = v
+            t += 1
+    return sums, tri
+
+
+@numba.njit(cache=True)
+def mean_pairwise_distance(embedding, labels, n_groups):
+    """Mean Euclidean distance between the points of every pair of groups.
+
+    Serial on purpose: each pair is visited once (symmetry), and the work per
+    call is too small for threads to pay off next to BLAS threads.
+    """
+    sums, counts = _group_distance_sums(embedding, labels, n_groups)
     for a in range(n_groups):
         for b in range(n_groups):
             sums[a, b] /= counts[a] * counts[b]

@@ -16,6 +16,9 @@ __all__ = ["dual_affinity", "multi_tree_emd", "tree_emd", "tree_emd_features"]
 # Features per pass of the pairwise kernel. Fixed (not derived from the thread count) so that the
 # summation order, and hence the result, does not depend on n_jobs.
 _FEATURE_CHUNK = 512
+# Work (inner-loop steps) below which a kernel runs without a parallel region: waking the other
+# threads costs far more than such a call when the cores are busy (a scheduler quantum, ms).
+_PARALLEL_MIN_WORK = 20_000_000
 
 
 # --------------------------------------------------------------------------- helpers
@@ -104,9 +107,12 @@ def _per_axis(value, ndim, axis, name, check):
     return {a: check(value, name) for a in others}
 
 
-def _tile_pairs(m):
-    """Upper-triangle tile pairs with enough tasks for the current number of threads."""
-    n_threads = numba.get_num_threads()
+def _tile_pairs(m, n_threads):
+    """Upper-triangle tile pairs with enough tasks for ``n_threads`` threads.
+
+    The tile side changes only which thread sums a pair, never the sum (micro-tiles of 4 stay
+    aligned to multiples of 4), so the result does not depend on it.
+    """
     tile = 64
     while tile > 8:
         n_tiles = -(-m // tile)
@@ -120,7 +126,12 @@ def _tile_pairs(m):
 
 def _add_pairwise_l1(F, out):
     """out += pairwise cityblock distances between the rows of F (float64 accumulation)."""
-    ti, tj, tile = _tile_pairs(F.shape[0])
+    m, k = F.shape
+    if numba.get_num_threads() == 1 or m * m * k // 2 < _PARALLEL_MIN_WORK:
+        ti, tj, tile = _tile_pairs(m, 1)
+        _k.pairwise_l1_sym_serial(F, ti, tj, tile, _FEATURE_CHUNK, out)
+        return
+    ti, tj, tile = _tile_pairs(m, numba.get_num_threads())
     _k.pairwise_l1_sym(F, ti, tj, tile, _FEATURE_CHUNK, out)
 
 
@@ -134,16 +145,25 @@ def _reduce_axis(Z, ax, plan, dtype):
     k = start.shape[0]
     out = np.empty((A, k, B), dtype=dtype)
     n_threads = numba.get_num_threads()
+    if A * B * (n + k) < _PARALLEL_MIN_WORK:
+        n_threads = 1
     if B == 1:
-        _k.folder_means_rows(
-            Z.reshape(A, n), leaf_order, start, end, scale, n_threads, out.reshape(A, k)
-        )
+        if n_threads == 1:
+            _k._rows_range(Z.reshape(A, n), leaf_order, start, end, scale, 0, A, out.reshape(A, k))
+        else:
+            _k.folder_means_rows(
+                Z.reshape(A, n), leaf_order, start, end, scale, n_threads, out.reshape(A, k)
+            )
     else:
         # lane blocks: wide enough for contiguous loops, enough of them to feed every thread
         lanes = int(min(256, max(16, B // (4 * n_threads))))
-        _k.folder_means_mid(
-            Z.reshape(A, n, B), leaf_order, start, end, scale, lanes, n_threads, out
-        )
+        if n_threads == 1:
+            n_items = A * -(-B // lanes)
+            _k._mid_range(Z.reshape(A, n, B), leaf_order, start, end, scale, lanes, 0, n_items, out)
+        else:
+            _k.folder_means_mid(
+                Z.reshape(A, n, B), leaf_order, start, end, scale, lanes, n_threads, out
+            )
     return out.reshape((*shape[:ax], k, *shape[ax + 1 :]))
 
 

@@ -6,7 +6,7 @@ from numbers import Real
 
 import numpy as np
 
-from .._kernels._flexible import join_round, mean_pairwise_distance
+from .._kernels._flexible import join_round, round_distances
 from ._partition_tree import PartitionTree
 
 __all__ = ["flexible_tree"]
@@ -98,11 +98,8 @@ def _join_levels(psi, lam, tree_constant):
     t = 1.0
     with np.errstate(under="ignore"):
         while n_nodes > 1:
-            embedding = _scaled_embedding(psi, lam, t)
-            dist = mean_pairwise_distance(embedding, labels, n_nodes)
-            dist[~np.isfinite(dist)] = np.inf
-            np.fill_diagonal(dist, np.inf)
-            node_labels, joins = join_round(dist, _median(dist), tree_constant)
+            dist, tri = round_distances(_scaled_embedding(psi, lam, t), labels, n_nodes)
+            node_labels, joins = join_round(dist, _symmetric_median(tri, n_nodes), tree_constant)
             if joins == 0:
                 break
             labels = node_labels[labels]
@@ -143,6 +140,26 @@ def _median(D):
     part = np.partition(flat, [half - 1, half])
     lo, hi = part[half - 1], part[half]
     return float(hi) if np.isinf(hi) else 0.5 * float(lo + hi)
+
+
+def _symmetric_median(tri, m):
+    """:func:`_median` of a symmetric (m, m) matrix with an infinite diagonal, from the
+    strict upper triangle ``tri`` alone.
+
+    Sorted, the m^2 entries are every triangle value twice followed by the m infinite diagonal
+    entries, so entry r is the (r // 2)-th smallest of ``tri`` (r < m (m - 1)) or ``+inf``; the
+    partition runs on half the entries.
+    """
+    n_tri = tri.shape[0]
+    half = (m * m) // 2
+    ranks = [half] if (m * m) % 2 else [half - 1, half]
+    picks = sorted({r // 2 for r in ranks if r < 2 * n_tri})
+    part = np.partition(tri, picks) if picks else tri
+    values = [float(part[r // 2]) if r < 2 * n_tri else np.inf for r in ranks]
+    if len(values) == 1:
+        return values[0]
+    lo, hi = values
+    return hi if np.isinf(hi) else 0.5 * (lo + hi)
 
 
 def _ordered_tree(levels, psi1):
