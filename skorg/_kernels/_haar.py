@@ -2,14 +2,21 @@
 
 The data is a flat C-contiguous view of an array of shape ``(A, n, B)`` and the
 transform acts along the middle axis, so any axis of an N-D array is handled
-without transposing it. The ``A * B`` vectors ("lanes") are processed
-``_LANES`` at a time: a group of lanes is gathered into a node buffer of shape
-``(n_nodes, _LANES)``, so every arithmetic loop runs over a fixed number of
-contiguous lanes and compiles to SIMD code whatever the axis. When ``B`` is at
-least ``_LANES`` the lanes of a group are neighbours along ``B`` (contiguous
-loads); otherwise they are neighbours along ``A`` (stride ``n * B``). A short
-group repeats its last lane, which writes the same values twice from the same
-task.
+without transposing it. The ``A * B`` vectors ("lanes") are processed a block
+of ``W`` lanes at a time, and every arithmetic loop runs over the ``W`` lanes of
+one row of a block, which are contiguous in memory and compile to SIMD code:
+
+- when ``B >= _MIN_CONTIGUOUS`` a block is ``W`` neighbouring columns of one
+  ``a``: row ``p`` of the block is ``X[a, p, b0:b0 + W]``, read and written in
+  place (a long contiguous run per row, which the hardware prefetcher follows
+  even though the leaves are visited in the permuted leaf order);
+- otherwise (the last axis, or a short trailing axis) the lanes are neighbours
+  along ``A``: they are transposed into an ``(n, W)`` buffer, transformed there
+  and transposed back. The transposes stay in cache (``n * W`` values).
+
+Only the internal folders get a row of sums; the leaves are read straight from
+the data, and the coefficients are written straight to the output. The work is
+split over ``prange`` tasks of whole blocks.
 
 The plan arrays describe the tree (see ``skorg.transforms._haar._HaarPlan``):
 ``leaf_order`` (point at each leaf position), ``child_ptr`` (CSR children of the
@@ -19,169 +26,214 @@ and one entry per detail coefficient, grouped by folder and in rank order
 within a folder: ``cnode`` (the folder), ``cplus`` (the '+' child), ``clast``
 (the last sorted child, on the folder's final coefficient; -1 before),
 ``wplus = M / N`` and ``wminus = s / N``. ``n_threads`` only sets the task
-granularity. The output array is allocated by the caller: NumPy's large
-allocations use transparent huge pages, which makes the first touch of a
-fresh output several times cheaper than an allocation inside the kernel.
+granularity. Sums are accumulated in float64 whatever the data dtype. The
+output array is allocated by the caller: NumPy's large allocations use
+transparent huge pages, which makes the first touch of a fresh output several
+times cheaper than an allocation inside the kernel.
 """
 
 import numba
 import numpy as np
 
-_LANES = 16
+# widest block: the internal-folder rows (about n * W float64) must stay in L2
+_WIDTH = 64
+# lanes of a transposed block (two (n, W) float64 buffers, which stay in L2)
+_TWIDTH = 64
+# narrower trailing axes are transposed into a buffer instead of read in place
+_MIN_CONTIGUOUS = 16
+# prange tasks per thread; the caller hands them out one at a time (parallel chunk size 1),
+# so a thread slowed by another process on its core takes fewer of them
+_TASKS_PER_THREAD = 16
 
 
 @numba.njit(cache=True)
-def _group(g, A, n, B):
-    """Flat offset of lane 0, lane stride and number of distinct lanes of group g."""
-    if B >= _LANES:
-        per_a = (B + _LANES - 1) // _LANES
-        a = g // per_a
-        b0 = (g % per_a) * _LANES
-        return a * n * B + b0, 1, min(_LANES, B - b0)
-    a0 = (g // B) * _LANES
-    return a0 * n * B + g % B, n * B, min(_LANES, A - a0)
+def _forward_block(src, s0, ss, dst, d0, ds, W, S, acc, leaf_order, child_ptr, first_leaf, cnode,
+                   cplus, wplus, wminus, scale0):  # fmt: skip
+    """Coefficients of W lanes: point p at src[s0 + p*ss :][:W], coef k to dst[d0 + k*ds :][:W].
 
-
-@numba.njit(cache=True)
-def _n_groups(A, B):
-    if B >= _LANES:
-        return A * ((B + _LANES - 1) // _LANES)
-    return ((A + _LANES - 1) // _LANES) * B
-
-
-@numba.njit(cache=True)
-def _gather(src, dst, row0, index, B, base0, ls, w):
-    """dst[row0 + p, j] = src[base0 + index[p] * B + lane_j]."""
-    m = index.shape[0]
-    if ls == 1 and w == _LANES:
-        # contiguous lanes: read each cache line once
-        for p in range(m):
-            off = base0 + index[p] * B
-            for j in range(_LANES):
-                dst[row0 + p, j] = src[off + j]
-    else:
-        for j in range(_LANES):
-            base = base0 + min(j, w - 1) * ls
-            for p in range(m):
-                dst[row0 + p, j] = src[base + index[p] * B]
-
-
-@numba.njit(cache=True)
-def _scatter(dst, src, row0, index, B, base0, ls, w):
-    """dst[base0 + index[p] * B + lane_j] = src[row0 + p, j]."""
-    m = index.shape[0]
-    if ls == 1 and w == _LANES:
-        for p in range(m):
-            off = base0 + index[p] * B
-            for j in range(_LANES):
-                dst[off + j] = src[row0 + p, j]
-    else:
-        for j in range(w):
-            base = base0 + j * ls
-            for p in range(m):
-                dst[base + index[p] * B] = src[row0 + p, j]
-
-
-@numba.njit(cache=True)
-def _task_range(task, n_tasks, n_groups):
-    per = (n_groups + n_tasks - 1) // n_tasks
-    return task * per, min(n_groups, (task + 1) * per)
-
-
-@numba.njit(cache=True)
-def _folder_sums(S, child_ptr, first_leaf):
-    """Sums of the internal folders, pulled from the children (no prefix-sum cancellation)."""
-    for node in range(first_leaf - 1, -1, -1):
-        c0 = child_ptr[node]
-        for j in range(_LANES):
-            S[node, j] = S[c0, j]
-        for c in range(c0 + 1, child_ptr[node + 1]):
-            for j in range(_LANES):
-                S[node, j] += S[c, j]
-
-
-@numba.njit(cache=True)
-def _forward_contiguous(X, out, base0, B, S, acc, leaf_order, child_ptr, first_leaf, cnode, cplus,
-                        wplus, wminus, scale0):  # fmt: skip
-    """One group of contiguous lanes, reading the leaves from X and writing out directly."""
+    ``S[node, :W]`` gets the sum of every internal folder, pulled from its children so
+    that no prefix-sum cancellation enters the coefficients. Rows are taken as slices so
+    that the lane loops index from 0 (no negative-index wrap-around, hence plain SIMD
+    loads instead of gathers).
+    """
+    if first_leaf == 0:  # a one-point tree: the root is the leaf
+        x = src[s0 : s0 + W]
+        y = dst[d0 : d0 + W]
+        for j in range(W):
+            y[j] = x[j]
+        return
     for node in range(first_leaf - 1, -1, -1):
         c0 = child_ptr[node]
         c1 = child_ptr[node + 1]
+        s = S[node, :W]
         if c0 >= first_leaf:
-            off = base0 + leaf_order[c0 - first_leaf] * B
-            for j in range(_LANES):
-                S[node, j] = X[off + j]
+            off = s0 + leaf_order[c0 - first_leaf] * ss
+            x = src[off : off + W]
+            for j in range(W):
+                s[j] = x[j]
             for c in range(c0 + 1, c1):
-                off = base0 + leaf_order[c - first_leaf] * B
-                for j in range(_LANES):
-                    S[node, j] += X[off + j]
+                off = s0 + leaf_order[c - first_leaf] * ss
+                x = src[off : off + W]
+                for j in range(W):
+                    s[j] += x[j]
         else:
-            for j in range(_LANES):
-                S[node, j] = S[c0, j]
+            t = S[c0, :W]
+            for j in range(W):
+                s[j] = t[j]
             for c in range(c0 + 1, c1):
-                for j in range(_LANES):
-                    S[node, j] += S[c, j]
-    for j in range(_LANES):
-        out[base0 + j] = S[0, j] * scale0
+                t = S[c, :W]
+                for j in range(W):
+                    s[j] += t[j]
+    t = S[0, :W]
+    y = dst[d0 : d0 + W]
+    for j in range(W):
+        y[j] = t[j] * scale0
+    a = acc[:W]
     prev = -1
     for k in range(cnode.shape[0]):
         f = cnode[k]
         c = cplus[k]
         if f != prev:
-            for j in range(_LANES):
-                acc[j] = 0.0
+            a[:] = 0.0
             prev = f
         wp = wplus[k]
         wm = wminus[k]
-        dst = base0 + (k + 1) * B
+        sf = S[f, :W]
+        y = dst[d0 + (k + 1) * ds : d0 + (k + 1) * ds + W]
         if c >= first_leaf:
-            src = base0 + leaf_order[c - first_leaf] * B
-            for j in range(_LANES):
-                v = X[src + j]
-                acc[j] += v
-                out[dst + j] = wp * v - wm * (S[f, j] - acc[j])
+            off = s0 + leaf_order[c - first_leaf] * ss
+            _coefficient_row(src[off : off + W], sf, a, y, wp, wm)
         else:
-            for j in range(_LANES):
-                v = S[c, j]
-                acc[j] += v
-                out[dst + j] = wp * v - wm * (S[f, j] - acc[j])
+            _coefficient_row(S[c, :W], sf, a, y, wp, wm)
 
 
 @numba.njit(cache=True)
-def _forward_groups(
-    X, out, A, n, B, g0, g1, leaf_order, child_ptr, first_leaf, cnode, cplus, wplus, wminus
-):  # fmt: skip
-    n_nodes = child_ptr.shape[0] - 1
-    S = np.empty((n_nodes, _LANES), dtype=np.float64)
-    O = np.empty((n, _LANES), dtype=np.float64)
-    acc = np.empty(_LANES, dtype=np.float64)
-    identity = np.arange(n)
+def _coefficient_row(x, sf, a, y, wp, wm):
+    """y = wp * x - wm * (sf - a) after a += x: the '+' child against the rest of its folder."""
+    for j in range(y.shape[0]):
+        v = np.float64(x[j])
+        a[j] += v
+        y[j] = wp * v - wm * (sf[j] - a[j])
+
+
+@numba.njit(cache=True)
+def _inverse_block(src, s0, ss, dst, d0, ds, W, V, neg, leaf_order, parent, first_leaf, cnode,
+                   cplus, clast, wplus, wminus, scale0):  # fmt: skip
+    """Data of W lanes: coefficient k at src[s0 + k*ss :][:W], point p to dst[d0 + p*ds :][:W].
+
+    ``V[node, :W]`` first holds the value the coefficients add on the node's folder,
+    then (top-down) the total pushed down from its ancestors; a leaf's total goes
+    straight to its point's row.
+    """
+    if first_leaf == 0:  # a one-point tree: the root is the leaf
+        x = src[s0 : s0 + W]
+        y = dst[d0 : d0 + W]
+        for j in range(W):
+            y[j] = x[j]
+        return
+    n_nodes = parent.shape[0]
+    V[1:, :W] = 0.0
+    x = src[s0 : s0 + W]
+    v = V[0, :W]
+    for j in range(W):
+        v[j] = x[j] * scale0
+    ng = neg[:W]
+    prev = -1
+    for k in range(cnode.shape[0]):
+        f = cnode[k]
+        if f != prev:
+            ng[:] = 0.0
+            prev = f
+        wp = wplus[k]
+        wm = wminus[k]
+        off = s0 + (k + 1) * ss
+        x = src[off : off + W]
+        v = V[cplus[k], :W]
+        for j in range(W):
+            ck = np.float64(x[j])
+            v[j] = ng[j] + wp * ck
+            ng[j] -= wm * ck
+        last = clast[k]
+        if last >= 0:
+            v = V[last, :W]
+            for j in range(W):
+                v[j] = ng[j]
+    for node in range(1, first_leaf):
+        v = V[node, :W]
+        vp = V[parent[node], :W]
+        for j in range(W):
+            v[j] += vp[j]
+    for node in range(first_leaf, n_nodes):
+        v = V[node, :W]
+        vp = V[parent[node], :W]
+        off = d0 + leaf_order[node - first_leaf] * ds
+        y = dst[off : off + W]
+        for j in range(W):
+            y[j] = v[j] + vp[j]
+
+
+@numba.njit(cache=True)
+def _block(g, A, n, B):
+    """Flat offset of lane 0, lane stride and number of lanes of block g."""
+    if B >= _MIN_CONTIGUOUS:
+        per_a = (B + _WIDTH - 1) // _WIDTH
+        a = g // per_a
+        b0 = (g % per_a) * _WIDTH
+        return a * n * B + b0, 1, min(_WIDTH, B - b0)
+    a0 = (g // B) * _TWIDTH
+    return a0 * n * B + g % B, n * B, min(_TWIDTH, A - a0)
+
+
+@numba.njit(cache=True)
+def _n_blocks(A, B):
+    if B >= _MIN_CONTIGUOUS:
+        return A * ((B + _WIDTH - 1) // _WIDTH)
+    return ((A + _TWIDTH - 1) // _TWIDTH) * B
+
+
+@numba.njit(cache=True)
+def _task_range(task, n_tasks, n_blocks):
+    per = (n_blocks + n_tasks - 1) // n_tasks
+    return task * per, min(n_blocks, (task + 1) * per)
+
+
+@numba.njit(cache=True)
+def _transpose_in(src, base0, ls, W, n, B, buf):
+    """buf[p, j] = src[base0 + j * ls + p * B]: lane j of the block as column j."""
+    for j in range(W):
+        off = base0 + j * ls
+        for p in range(n):
+            buf[p * W + j] = src[off + p * B]
+
+
+@numba.njit(cache=True)
+def _transpose_out(buf, dst, base0, ls, W, n, B):
+    for j in range(W):
+        off = base0 + j * ls
+        for p in range(n):
+            dst[off + p * B] = buf[p * W + j]
+
+
+@numba.njit(cache=True)
+def _forward_task(X, out, A, n, B, g0, g1, leaf_order, child_ptr, first_leaf, cnode, cplus,
+                  wplus, wminus):  # fmt: skip
+    S = np.empty((max(first_leaf, 1), _WIDTH), dtype=np.float64)
+    acc = np.empty(_WIDTH, dtype=np.float64)
     scale0 = 1.0 / np.sqrt(n)
+    if B >= _MIN_CONTIGUOUS:
+        for g in range(g0, g1):
+            base0, _, W = _block(g, A, n, B)
+            _forward_block(X, base0, B, out, base0, B, W, S, acc, leaf_order, child_ptr,
+                           first_leaf, cnode, cplus, wplus, wminus, scale0)  # fmt: skip
+        return
+    bin_ = np.empty(n * _TWIDTH, dtype=np.float64)
+    bout = np.empty(n * _TWIDTH, dtype=np.float64)
     for g in range(g0, g1):
-        base0, ls, w = _group(g, A, n, B)
-        if ls == 1 and w == _LANES:
-            _forward_contiguous(X, out, base0, B, S, acc, leaf_order, child_ptr, first_leaf,
-                                cnode, cplus, wplus, wminus, scale0)  # fmt: skip
-            continue
-        _gather(X, S, first_leaf, leaf_order, B, base0, ls, w)
-        _folder_sums(S, child_ptr, first_leaf)
-        for j in range(_LANES):
-            O[0, j] = S[0, j] * scale0
-        prev = -1
-        for k in range(cnode.shape[0]):
-            f = cnode[k]
-            c = cplus[k]
-            if f != prev:
-                for j in range(_LANES):
-                    acc[j] = 0.0
-                prev = f
-            wp = wplus[k]
-            wm = wminus[k]
-            for j in range(_LANES):
-                v = S[c, j]
-                acc[j] += v
-                O[k + 1, j] = wp * v - wm * (S[f, j] - acc[j])
-        _scatter(out, O, 0, identity, B, base0, ls, w)
+        base0, ls, W = _block(g, A, n, B)
+        _transpose_in(X, base0, ls, W, n, B, bin_)
+        _forward_block(bin_, 0, W, bout, 0, W, W, S, acc, leaf_order, child_ptr, first_leaf,
+                       cnode, cplus, wplus, wminus, scale0)  # fmt: skip
+        _transpose_out(bout, out, base0, ls, W, n, B)
 
 
 @numba.njit(cache=True, parallel=True)
@@ -189,65 +241,35 @@ def haar_forward(
     X, out, A, n, B, leaf_order, child_ptr, parent, first_leaf, cnode, cplus, clast, wplus, wminus,
     n_threads,
 ):  # fmt: skip
-    n_groups = _n_groups(A, B)
-    n_tasks = min(n_groups, 4 * n_threads)
+    n_blocks = _n_blocks(A, B)
+    n_tasks = min(n_blocks, _TASKS_PER_THREAD * n_threads)
     for task in numba.prange(n_tasks):
-        g0, g1 = _task_range(task, n_tasks, n_groups)
-        _forward_groups(
+        g0, g1 = _task_range(task, n_tasks, n_blocks)
+        _forward_task(
             X, out, A, n, B, g0, g1, leaf_order, child_ptr, first_leaf, cnode, cplus, wplus, wminus
         )
 
 
 @numba.njit(cache=True)
-def _inverse_groups(
-    C, out, A, n, B, g0, g1, leaf_order, parent, first_leaf, cnode, cplus, clast, wplus, wminus
-):  # fmt: skip
-    n_nodes = parent.shape[0]
-    n_coef = cnode.shape[0]
-    V = np.empty((n_nodes, _LANES), dtype=np.float64)
-    O = np.empty((n, _LANES), dtype=np.float64)
-    neg = np.empty(_LANES, dtype=np.float64)
-    identity = np.arange(n)
+def _inverse_task(C, out, A, n, B, g0, g1, leaf_order, parent, first_leaf, cnode, cplus, clast,
+                  wplus, wminus):  # fmt: skip
+    V = np.empty((parent.shape[0], _WIDTH), dtype=np.float64)
+    neg = np.empty(_WIDTH, dtype=np.float64)
     scale0 = 1.0 / np.sqrt(n)
+    if B >= _MIN_CONTIGUOUS:
+        for g in range(g0, g1):
+            base0, _, W = _block(g, A, n, B)
+            _inverse_block(C, base0, B, out, base0, B, W, V, neg, leaf_order, parent, first_leaf,
+                           cnode, cplus, clast, wplus, wminus, scale0)  # fmt: skip
+        return
+    bin_ = np.empty(n * _TWIDTH, dtype=np.float64)
+    bout = np.empty(n * _TWIDTH, dtype=np.float64)
     for g in range(g0, g1):
-        base0, ls, w = _group(g, A, n, B)
-        if ls == 1 and w == _LANES:
-            # contiguous lanes: coefficient k of the group is C[base0 + k * B : ... + _LANES]
-            for k in range(n):
-                off = base0 + k * B
-                for j in range(_LANES):
-                    O[k, j] = C[off + j]
-        else:
-            _gather(C, O, 0, identity, B, base0, ls, w)
-        # V[node] first holds the value added on the node's folder, then the pushed-down total
-        for node in range(n_nodes):
-            for j in range(_LANES):
-                V[node, j] = 0.0
-        for j in range(_LANES):
-            V[0, j] = O[0, j] * scale0
-        prev = -1
-        for k in range(n_coef):
-            f = cnode[k]
-            c = cplus[k]
-            if f != prev:
-                for j in range(_LANES):
-                    neg[j] = 0.0
-                prev = f
-            wp = wplus[k]
-            wm = wminus[k]
-            for j in range(_LANES):
-                ck = O[k + 1, j]
-                V[c, j] = neg[j] + wp * ck
-                neg[j] -= wm * ck
-            last = clast[k]
-            if last >= 0:
-                for j in range(_LANES):
-                    V[last, j] = neg[j]
-        for node in range(1, n_nodes):
-            par = parent[node]
-            for j in range(_LANES):
-                V[node, j] += V[par, j]
-        _scatter(out, V, first_leaf, leaf_order, B, base0, ls, w)
+        base0, ls, W = _block(g, A, n, B)
+        _transpose_in(C, base0, ls, W, n, B, bin_)
+        _inverse_block(bin_, 0, W, bout, 0, W, W, V, neg, leaf_order, parent, first_leaf, cnode,
+                       cplus, clast, wplus, wminus, scale0)  # fmt: skip
+        _transpose_out(bout, out, base0, ls, W, n, B)
 
 
 @numba.njit(cache=True, parallel=True)
@@ -255,24 +277,11 @@ def haar_inverse(
     C, out, A, n, B, leaf_order, child_ptr, parent, first_leaf, cnode, cplus, clast, wplus, wminus,
     n_threads,
 ):  # fmt: skip
-    n_groups = _n_groups(A, B)
-    n_tasks = min(n_groups, 4 * n_threads)
+    n_blocks = _n_blocks(A, B)
+    n_tasks = min(n_blocks, _TASKS_PER_THREAD * n_threads)
     for task in numba.prange(n_tasks):
-        g0, g1 = _task_range(task, n_tasks, n_groups)
-        _inverse_groups(
-            C,
-            out,
-            A,
-            n,
-            B,
-            g0,
-            g1,
-            leaf_order,
-            parent,
-            first_leaf,
-            cnode,
-            cplus,
-            clast,
-            wplus,
+        g0, g1 = _task_range(task, n_tasks, n_blocks)
+        _inverse_task(
+            C, out, A, n, B, g0, g1, leaf_order, parent, first_leaf, cnode, cplus, clast, wplus,
             wminus,
-        )
+        )  # fmt: skip

@@ -201,7 +201,12 @@ def _apply_along(X, plan, axis, inverse, out=None):
     if out is None:
         out = np.empty(shape, dtype=X.dtype)
     kernel = _kernels.haar_inverse if inverse else _kernels.haar_forward
-    kernel(flat, out.reshape(-1), A, n, B, *plan.kernel_args(), numba.get_num_threads())
+    # dynamic scheduling of the kernel's tasks (see skorg._kernels._haar)
+    chunk = numba.set_parallel_chunksize(1)
+    try:
+        kernel(flat, out.reshape(-1), A, n, B, *plan.kernel_args(), numba.get_num_threads())
+    finally:
+        numba.set_parallel_chunksize(chunk)
     return out
 
 

@@ -297,3 +297,14 @@ def test_errors(trees, rng):
         haar_transform(np.zeros((0, 23)), trees[1])
     with pytest.raises(TypeError, match="real numbers"):
         haar_transform(np.ones(23, dtype=complex), trees[1])
+
+
+def test_one_point_tree_is_the_identity_on_wide_arrays():
+    from skorg.transforms import haar_transform, inverse_haar_transform
+    from skorg.trees import PartitionTree
+
+    tree = PartitionTree.from_levels([[0]])
+    X = np.arange(40.0).reshape(1, 40) + 1.0
+    np.testing.assert_array_equal(haar_transform(X, tree, axis=0), X)
+    np.testing.assert_array_equal(inverse_haar_transform(X, tree, axis=0), X)
+    np.testing.assert_array_equal(haar_transform(np.array([3.0]), tree), [3.0])
