@@ -14,6 +14,13 @@ one row of a block, which are contiguous in memory and compile to SIMD code:
   along ``A``: they are transposed into an ``(n, W)`` buffer, transformed there
   and transposed back. The transposes stay in cache (``n * W`` values).
 
+Two variants avoid passes over memory in ``multi_haar_transform``:
+``haar_forward_last2`` / ``haar_inverse_last2`` transform the last two axes of an
+``(A, n1, n2)`` array one ``(n1, n2)`` slab at a time (the slab stays in L2 between
+the two axes, so the intermediate array never exists), and ``haar_forward_inplace`` /
+``haar_inverse_inplace`` transform an axis with a long trailing run in place, through an
+``(n, W)`` copy of each block (no second array to allocate and first touch).
+
 Only the internal folders get a row of sums; the leaves are read straight from
 the data, and the coefficients are written straight to the output. The work is
 split over ``prange`` tasks of whole blocks.
@@ -93,16 +100,21 @@ def _forward_block(src, s0, ss, dst, d0, ds, W, S, acc, leaf_order, child_ptr, f
     for k in range(cnode.shape[0]):
         f = cnode[k]
         c = cplus[k]
-        if f != prev:
-            a[:] = 0.0
-            prev = f
+        first = f != prev
+        prev = f
         wp = wplus[k]
         wm = wminus[k]
         sf = S[f, :W]
         y = dst[d0 + (k + 1) * ds : d0 + (k + 1) * ds + W]
+        # two calls per branch: a leaf row has the data dtype, a folder row float64
         if c >= first_leaf:
             off = s0 + leaf_order[c - first_leaf] * ss
-            _coefficient_row(src[off : off + W], sf, a, y, wp, wm)
+            if first:
+                _first_coefficient_row(src[off : off + W], sf, a, y, wp, wm)
+            else:
+                _coefficient_row(src[off : off + W], sf, a, y, wp, wm)
+        elif first:
+            _first_coefficient_row(S[c, :W], sf, a, y, wp, wm)
         else:
             _coefficient_row(S[c, :W], sf, a, y, wp, wm)
 
@@ -114,6 +126,19 @@ def _coefficient_row(x, sf, a, y, wp, wm):
         v = np.float64(x[j])
         a[j] += v
         y[j] = wp * v - wm * (sf[j] - a[j])
+
+
+@numba.njit(cache=True)
+def _first_coefficient_row(x, sf, a, y, wp, wm):
+    """``_coefficient_row`` on a folder's first coefficient, where the running sum starts at x.
+
+    Most folders of a binary tree have only this coefficient, and skipping the zeroed
+    accumulator saves a pass over the lanes and a load per lane.
+    """
+    for j in range(y.shape[0]):
+        v = np.float64(x[j])
+        a[j] = v
+        y[j] = wp * v - wm * (sf[j] - v)
 
 
 @numba.njit(cache=True)
@@ -132,7 +157,12 @@ def _inverse_block(src, s0, ss, dst, d0, ds, W, V, neg, leaf_order, parent, firs
             y[j] = x[j]
         return
     n_nodes = parent.shape[0]
-    V[1:, :W] = 0.0
+    # every child of a folder with two or more children is written below; only the only
+    # children (ids are contiguous per parent) carry no coefficient and start from zero
+    for node in range(1, n_nodes):
+        p = parent[node]
+        if (node == 1 or parent[node - 1] != p) and (node == n_nodes - 1 or parent[node + 1] != p):
+            V[node, :W] = 0.0
     x = src[s0 : s0 + W]
     v = V[0, :W]
     for j in range(W):
@@ -141,18 +171,23 @@ def _inverse_block(src, s0, ss, dst, d0, ds, W, V, neg, leaf_order, parent, firs
     prev = -1
     for k in range(cnode.shape[0]):
         f = cnode[k]
-        if f != prev:
-            ng[:] = 0.0
-            prev = f
         wp = wplus[k]
         wm = wminus[k]
         off = s0 + (k + 1) * ss
         x = src[off : off + W]
         v = V[cplus[k], :W]
-        for j in range(W):
-            ck = np.float64(x[j])
-            v[j] = ng[j] + wp * ck
-            ng[j] -= wm * ck
+        if f != prev:
+            # the folder's first coefficient: nothing pushed down yet, so no zeroed row to load
+            prev = f
+            for j in range(W):
+                ck = np.float64(x[j])
+                v[j] = wp * ck
+                ng[j] = -(wm * ck)
+        else:
+            for j in range(W):
+                ck = np.float64(x[j])
+                v[j] = ng[j] + wp * ck
+                ng[j] -= wm * ck
         last = clast[k]
         if last >= 0:
             v = V[last, :W]
@@ -285,3 +320,161 @@ def haar_inverse(
             C, out, A, n, B, g0, g1, leaf_order, parent, first_leaf, cnode, cplus, clast, wplus,
             wminus,
         )  # fmt: skip
+
+
+# ---------------------------------------------------------------------- last two axes fused
+# An array of shape (A, n1, n2) is transformed along its last two axes one (n1, n2) slab at a
+# time: the rows of the slab go through the transposed path along axis 2 into a slab buffer
+# that stays in L2, and the axis-1 transform reads that buffer in place and writes the output
+# once, so the intermediate array never goes through main memory.
+
+# lanes of an axis-1 block of a slab, and of a transposed axis-2 block: the narrower
+# transposed blocks keep their buffers and folder rows closer to L1 (measured faster)
+_SWIDTH = 64
+_STWIDTH = 32
+
+
+@numba.njit(cache=True)
+def _tile_out(buf, dst, base0, ls, W, n):
+    """dst[base0 + j * ls + p] = buf[p * W + j] in 8 x 8 tiles, for a destination in cache.
+
+    The tiles keep both sides of the copy within a few cache lines, and the constant trip
+    counts let the loops unroll: about three times faster than ``_transpose_out`` within
+    L2. Out to main memory whole columns are as fast (one stream per lane).
+    """
+    n8 = n - n % 8
+    W8 = W - W % 8
+    for p0 in range(0, n8, 8):
+        for j0 in range(0, W8, 8):
+            for jj in range(8):
+                off = base0 + (j0 + jj) * ls + p0
+                for pp in range(8):
+                    dst[off + pp] = buf[(p0 + pp) * W + j0 + jj]
+    for j in range(W8, W):
+        for p in range(n8):
+            dst[base0 + j * ls + p] = buf[p * W + j]
+    for j in range(W):
+        for p in range(n8, n):
+            dst[base0 + j * ls + p] = buf[p * W + j]
+
+
+@numba.njit(cache=True)
+def _forward_slabs(X, out, a0, a1, n1, n2, lo1, cp1, fl1, cn1, cpl1, wp1, wm1, lo2, cp2, fl2,
+                   cn2, cpl2, wp2, wm2):  # fmt: skip
+    S1 = np.empty((max(fl1, 1), _SWIDTH), dtype=np.float64)
+    S2 = np.empty((max(fl2, 1), _STWIDTH), dtype=np.float64)
+    acc = np.empty(_WIDTH, dtype=np.float64)
+    bin_ = np.empty(n2 * _STWIDTH, dtype=np.float64)
+    bout = np.empty(n2 * _STWIDTH, dtype=np.float64)
+    slab = np.empty(n1 * n2, dtype=np.float64)
+    sc1 = 1.0 / np.sqrt(n1)
+    sc2 = 1.0 / np.sqrt(n2)
+    for a in range(a0, a1):
+        base = a * n1 * n2
+        for r0 in range(0, n1, _STWIDTH):
+            W = min(_STWIDTH, n1 - r0)
+            _transpose_in(X, base + r0 * n2, n2, W, n2, 1, bin_)
+            _forward_block(bin_, 0, W, bout, 0, W, W, S2, acc, lo2, cp2, fl2, cn2, cpl2, wp2,
+                           wm2, sc2)  # fmt: skip
+            _tile_out(bout, slab, r0 * n2, n2, W, n2)
+        for b0 in range(0, n2, _SWIDTH):
+            W = min(_SWIDTH, n2 - b0)
+            _forward_block(slab, b0, n2, out, base + b0, n2, W, S1, acc, lo1, cp1, fl1, cn1,
+                           cpl1, wp1, wm1, sc1)  # fmt: skip
+
+
+@numba.njit(cache=True, parallel=True)
+def haar_forward_last2(X, out, A, n1, n2, lo1, cp1, fl1, cn1, cpl1, wp1, wm1, lo2, cp2, fl2, cn2,
+                       cpl2, wp2, wm2, n_threads):  # fmt: skip
+    n_tasks = min(A, _TASKS_PER_THREAD * n_threads)
+    for task in numba.prange(n_tasks):
+        a0, a1 = _task_range(task, n_tasks, A)
+        _forward_slabs(X, out, a0, a1, n1, n2, lo1, cp1, fl1, cn1, cpl1, wp1, wm1, lo2, cp2, fl2,
+                       cn2, cpl2, wp2, wm2)  # fmt: skip
+
+
+@numba.njit(cache=True)
+def _inverse_slabs(C, out, a0, a1, n1, n2, lo1, pa1, fl1, cn1, cpl1, cl1, wp1, wm1, lo2, pa2,
+                   fl2, cn2, cpl2, cl2, wp2, wm2):  # fmt: skip
+    V1 = np.empty((pa1.shape[0], _SWIDTH), dtype=np.float64)
+    V2 = np.empty((pa2.shape[0], _STWIDTH), dtype=np.float64)
+    neg = np.empty(_WIDTH, dtype=np.float64)
+    bin_ = np.empty(n2 * _STWIDTH, dtype=np.float64)
+    bout = np.empty(n2 * _STWIDTH, dtype=np.float64)
+    slab = np.empty(n1 * n2, dtype=np.float64)
+    sc1 = 1.0 / np.sqrt(n1)
+    sc2 = 1.0 / np.sqrt(n2)
+    for a in range(a0, a1):
+        base = a * n1 * n2
+        for r0 in range(0, n1, _STWIDTH):
+            W = min(_STWIDTH, n1 - r0)
+            _transpose_in(C, base + r0 * n2, n2, W, n2, 1, bin_)
+            _inverse_block(bin_, 0, W, bout, 0, W, W, V2, neg, lo2, pa2, fl2, cn2, cpl2, cl2,
+                           wp2, wm2, sc2)  # fmt: skip
+            _tile_out(bout, slab, r0 * n2, n2, W, n2)
+        for b0 in range(0, n2, _SWIDTH):
+            W = min(_SWIDTH, n2 - b0)
+            _inverse_block(slab, b0, n2, out, base + b0, n2, W, V1, neg, lo1, pa1, fl1, cn1, cpl1,
+                           cl1, wp1, wm1, sc1)  # fmt: skip
+
+
+@numba.njit(cache=True, parallel=True)
+def haar_inverse_last2(C, out, A, n1, n2, lo1, pa1, fl1, cn1, cpl1, cl1, wp1, wm1, lo2, pa2, fl2,
+                       cn2, cpl2, cl2, wp2, wm2, n_threads):  # fmt: skip
+    n_tasks = min(A, _TASKS_PER_THREAD * n_threads)
+    for task in numba.prange(n_tasks):
+        a0, a1 = _task_range(task, n_tasks, A)
+        _inverse_slabs(C, out, a0, a1, n1, n2, lo1, pa1, fl1, cn1, cpl1, cl1, wp1, wm1, lo2, pa2,
+                       fl2, cn2, cpl2, cl2, wp2, wm2)  # fmt: skip
+
+
+# ---------------------------------------------------------------------- in place
+# For an axis with a long trailing run (the caller ensures B >= _MIN_CONTIGUOUS) a block is
+# copied into an (n, W) buffer and transformed from there back into the array: no second
+# array is allocated and first touched, and the written lines are already in cache (no read
+# for ownership).
+
+
+@numba.njit(cache=True)
+def _copy_block(X, base0, B, W, n, buf):
+    for p in range(n):
+        x = X[base0 + p * B : base0 + p * B + W]
+        y = buf[p * W : p * W + W]
+        for j in range(W):
+            y[j] = x[j]
+
+
+@numba.njit(cache=True, parallel=True)
+def haar_forward_inplace(X, A, n, B, leaf_order, child_ptr, first_leaf, cnode, cplus, wplus,
+                         wminus, n_threads):  # fmt: skip
+    n_blocks = _n_blocks(A, B)
+    n_tasks = min(n_blocks, _TASKS_PER_THREAD * n_threads)
+    for task in numba.prange(n_tasks):
+        g0, g1 = _task_range(task, n_tasks, n_blocks)
+        S = np.empty((max(first_leaf, 1), _WIDTH), dtype=np.float64)
+        acc = np.empty(_WIDTH, dtype=np.float64)
+        buf = np.empty(n * _WIDTH, dtype=X.dtype)
+        scale0 = 1.0 / np.sqrt(n)
+        for g in range(g0, g1):
+            base0, _, W = _block(g, A, n, B)
+            _copy_block(X, base0, B, W, n, buf)
+            _forward_block(buf, 0, W, X, base0, B, W, S, acc, leaf_order, child_ptr, first_leaf,
+                           cnode, cplus, wplus, wminus, scale0)  # fmt: skip
+
+
+@numba.njit(cache=True, parallel=True)
+def haar_inverse_inplace(C, A, n, B, leaf_order, parent, first_leaf, cnode, cplus, clast, wplus,
+                         wminus, n_threads):  # fmt: skip
+    n_blocks = _n_blocks(A, B)
+    n_tasks = min(n_blocks, _TASKS_PER_THREAD * n_threads)
+    for task in numba.prange(n_tasks):
+        g0, g1 = _task_range(task, n_tasks, n_blocks)
+        V = np.empty((parent.shape[0], _WIDTH), dtype=np.float64)
+        neg = np.empty(_WIDTH, dtype=np.float64)
+        buf = np.empty(n * _WIDTH, dtype=C.dtype)
+        scale0 = 1.0 / np.sqrt(n)
+        for g in range(g0, g1):
+            base0, _, W = _block(g, A, n, B)
+            _copy_block(C, base0, B, W, n, buf)
+            _inverse_block(buf, 0, W, C, base0, B, W, V, neg, leaf_order, parent, first_leaf,
+                           cnode, cplus, clast, wplus, wminus, scale0)  # fmt: skip

@@ -210,10 +210,76 @@ def _apply_along(X, plan, axis, inverse, out=None):
     return out
 
 
+# the fused last-two-axes kernel keeps one (n1, n2) slab in L2, and its tasks are whole slabs
+_MAX_SLAB = 1 << 16
+
+
+def _use_last2(X, trees):
+    if X.ndim < 3 or trees[-1] is None or trees[-2] is None:
+        return False
+    n1, n2 = X.shape[-2:]
+    A = X.size // (n1 * n2)
+    return (
+        n2 >= _kernels._MIN_CONTIGUOUS and n1 * n2 <= _MAX_SLAB and A >= 2 * numba.get_num_threads()
+    )
+
+
+def _apply_last2(X, plan1, plan2, inverse):
+    n1, n2 = X.shape[-2:]
+    A = X.size // (n1 * n2)
+    flat = np.ascontiguousarray(X).reshape(-1)
+    out = np.empty(X.shape, dtype=X.dtype)
+    if inverse:
+        args = (*_inverse_args(plan1), *_inverse_args(plan2))
+        kernel = _kernels.haar_inverse_last2
+    else:
+        args = (*_forward_args(plan1), *_forward_args(plan2))
+        kernel = _kernels.haar_forward_last2
+    chunk = numba.set_parallel_chunksize(1)
+    try:
+        kernel(flat, out.reshape(-1), A, n1, n2, *args, numba.get_num_threads())
+    finally:
+        numba.set_parallel_chunksize(chunk)
+    return out
+
+
+def _apply_inplace(X, plan, axis, inverse):
+    n = X.shape[axis]
+    A = int(np.prod(X.shape[:axis], dtype=np.int64))
+    B = int(np.prod(X.shape[axis + 1 :], dtype=np.int64))
+    if inverse:
+        args = _inverse_args(plan)
+        kernel = _kernels.haar_inverse_inplace
+    else:
+        args = _forward_args(plan)
+        kernel = _kernels.haar_forward_inplace
+    chunk = numba.set_parallel_chunksize(1)
+    try:
+        kernel(X.reshape(-1), A, n, B, *args, numba.get_num_threads())
+    finally:
+        numba.set_parallel_chunksize(chunk)
+
+
+def _forward_args(p):
+    return p.leaf_order, p.child_ptr, p.first_leaf, p.cnode, p.cplus, p.wplus, p.wminus
+
+
+def _inverse_args(p):
+    return p.leaf_order, p.parent, p.first_leaf, p.cnode, p.cplus, p.clast, p.wplus, p.wminus
+
+
 def _multi(X, trees, order, inverse):
     # ping-pong between two buffers of ours: memory stays at two arrays of the size of X
     spare = None
     input_is_ours = False
+    if _use_last2(X, trees):
+        # the axes commute, so the last two go first, fused in one pass over memory
+        X = _apply_last2(X, _get_plan(trees[-2], order), _get_plan(trees[-1], order), inverse)
+        # every other axis has a trailing run of at least n2 and is transformed in place
+        for ax, tree in enumerate(trees[:-2]):
+            if tree is not None:
+                _apply_inplace(X, _get_plan(tree, order), ax, inverse)
+        return X
     for ax, tree in enumerate(trees):
         if tree is None:
             continue

@@ -308,3 +308,48 @@ def test_one_point_tree_is_the_identity_on_wide_arrays():
     np.testing.assert_array_equal(haar_transform(X, tree, axis=0), X)
     np.testing.assert_array_equal(inverse_haar_transform(X, tree, axis=0), X)
     np.testing.assert_array_equal(haar_transform(np.array([3.0]), tree), [3.0])
+
+
+def _irregular_tree(n, seed):
+    """Random nested partitions with wide folders and one-child chains."""
+    from skorg.trees import PartitionTree
+
+    rng = np.random.default_rng(seed)
+    levels = [np.zeros(n, dtype=int)]
+    for _ in range(3):
+        levels.append(levels[-1] * 4 + rng.integers(0, 4, size=n))
+    levels.append(levels[-1])  # a level that repeats: every folder gets a one-child chain
+    levels.append(np.arange(n))
+    return PartitionTree.from_levels(np.array(levels))
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "order"),
+    [
+        ((9, 17, 16), np.float64, "bfs"),
+        ((5, 3, 40, 33), np.float64, "reference"),
+        ((9, 17, 16), np.float32, "bfs"),
+    ],
+)
+def test_fused_last_two_axes_match_the_dense_basis(shape, dtype, order):
+    """Tensors whose last two axes take the fused slab kernels (>= 2 x threads slabs)."""
+    from unittest import mock
+
+    import skorg.transforms._haar as haar_module
+    from skorg.transforms import haar_basis, inverse_multi_haar_transform, multi_haar_transform
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=shape).astype(dtype)
+    trees = [_irregular_tree(n, seed) for seed, n in enumerate(shape)]
+    fused = haar_module._apply_last2
+    with mock.patch.object(haar_module, "_apply_last2", wraps=fused) as spy:
+        C = multi_haar_transform(X, trees, order=order)
+    assert spy.call_count == 1  # the fused path is the one under test
+    expected = X.astype(np.float64)
+    for axis, tree in enumerate(trees):
+        H = haar_basis(tree, order=order)
+        expected = np.moveaxis(np.tensordot(np.moveaxis(expected, axis, -1), H, axes=1), -1, axis)
+    tol = 1e-10 if dtype == np.float64 else 2e-4
+    np.testing.assert_allclose(C, expected, atol=tol * np.abs(expected).max())
+    back = inverse_multi_haar_transform(C, trees, order=order)
+    np.testing.assert_allclose(back, X, atol=tol * np.abs(X).max())
