@@ -13,6 +13,22 @@ def _find(root, i):
 
 
 @numba.njit(cache=True)
+def cluster_labels(root):
+    """Label of every node's union-find cluster, 0..k-1 by first appearance in node order."""
+    m = root.shape[0]
+    labels = np.empty(m, dtype=np.int64)
+    remap = np.full(m, -1, dtype=np.int64)
+    count = 0
+    for i in range(m):
+        r = _find(root, i)
+        if remap[r] < 0:
+            remap[r] = count
+            count += 1
+        labels[i] = remap[r]
+    return labels
+
+
+@numba.njit(cache=True)
 def join_round(D, med, tree_constant):
     """One round of the flexible-tree join rule on m current nodes.
 
@@ -67,16 +83,7 @@ def join_round(D, med, tree_constant):
             nearest[i] = best
             rowmin[i] = D[i, best]
 
-    labels = np.empty(m, dtype=np.int64)
-    remap = np.full(m, -1, dtype=np.int64)
-    count = 0
-    for i in range(m):
-        r = _find(root, i)
-        if remap[r] < 0:
-            remap[r] = count
-            count += 1
-        labels[i] = remap[r]
-    return labels, joins
+    return cluster_labels(root), joins
 
 
 @numba.njit(cache=True)

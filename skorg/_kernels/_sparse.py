@@ -6,6 +6,8 @@ import heapq
 import numba
 import numpy as np
 
+from ._flexible import _find, cluster_labels
+
 
 @numba.njit(cache=True, parallel=True)
 def edge_l1(F, ei, ej):
@@ -98,14 +100,6 @@ def folder_pair_means(embedding, member_ptr, members, cap, pa, pb):
 
 
 @numba.njit(cache=True)
-def _find(root, i):
-    while root[i] != i:
-        root[i] = root[root[i]]
-        i = root[i]
-    return i
-
-
-@numba.njit(cache=True)
 def sparse_join_round(cand_ptr, cand_j, cand_d, med, tree_constant):
     """The flexible-tree join rule of ``join_round`` on a sparse candidate list.
 
@@ -156,13 +150,4 @@ def sparse_join_round(cand_ptr, cand_j, cand_d, med, tree_constant):
             else:
                 rowmin[i] = np.inf
 
-    labels = np.empty(m, dtype=np.int64)
-    remap = np.full(m, -1, dtype=np.int64)
-    count = 0
-    for i in range(m):
-        r = _find(root, i)
-        if remap[r] < 0:
-            remap[r] = count
-            count += 1
-        labels[i] = remap[r]
-    return labels, joins
+    return cluster_labels(root), joins
