@@ -18,15 +18,20 @@ questionnaire. The kernel visits the upper triangle of the m x m output in
 square tiles (one task per tile pair, so the triangle is balanced across
 threads), walks the features in chunks so that both tiles' rows stay in cache,
 and computes 4 x 4 pairs at once so that each loaded value serves four
-differences. Differences and sums are taken in float64: the difference of two
-float32 numbers is exact in float64, so a float32 feature matrix loses
-accuracy only in its features, not in the summation. The output is an m x m
-float64 array to which the distances are added (both halves).
+differences. A float64 feature matrix is summed in float64. A float32 one is
+differenced and summed in float32 (twice the SIMD width) in runs of
+``_LOWP_RUN`` features, each run's sum added to float64 totals: the error per
+run stays near the rounding of the features themselves (relative ~1e-7 to
+1e-6). The output is an m x m float64 array to which the distances are added
+(both halves).
 """
 
 import numba
 import numpy as np
 from numba import prange
+
+# Features per float32 partial sum of the pairwise kernel (float64 sums run in one pass).
+_LOWP_RUN = 256
 
 
 @numba.njit(cache=True)
@@ -43,15 +48,42 @@ def _split(n_items, n_parts, part):
 def _rows_range(Y, leaf_order, start, end, scale, lo, hi, out):
     n = Y.shape[1]
     k = start.shape[0]
-    P = np.empty(n + 1, dtype=np.float64)
-    P[0] = 0.0
-    for a in range(lo, hi):
-        acc = 0.0
+    # four rows at a time: four independent running sums hide the latency of the additions
+    P = np.empty((n + 1) * 4, dtype=np.float64)
+    row = np.int64(lo)
+    stop = np.int64(hi)
+    while row + 4 <= stop:
+        acc0 = acc1 = acc2 = acc3 = 0.0
+        P[0] = P[1] = P[2] = P[3] = 0.0
         for p in range(n):
-            acc += Y[a, leaf_order[p]]
+            r = leaf_order[p]
+            acc0 += Y[row, r]
+            acc1 += Y[row + 1, r]
+            acc2 += Y[row + 2, r]
+            acc3 += Y[row + 3, r]
+            q = 4 * (p + 1)
+            P[q] = acc0
+            P[q + 1] = acc1
+            P[q + 2] = acc2
+            P[q + 3] = acc3
+        for f in range(k):
+            lo4 = 4 * start[f]
+            hi4 = 4 * end[f]
+            coef = scale[f]
+            out[row, f] = coef * (P[hi4] - P[lo4])
+            out[row + 1, f] = coef * (P[hi4 + 1] - P[lo4 + 1])
+            out[row + 2, f] = coef * (P[hi4 + 2] - P[lo4 + 2])
+            out[row + 3, f] = coef * (P[hi4 + 3] - P[lo4 + 3])
+        row += 4
+    while row < stop:
+        acc = 0.0
+        P[0] = 0.0
+        for p in range(n):
+            acc += Y[row, leaf_order[p]]
             P[p + 1] = acc
         for f in range(k):
-            out[a, f] = scale[f] * (P[end[f]] - P[start[f]])
+            out[row, f] = scale[f] * (P[end[f]] - P[start[f]])
+        row += 1
 
 
 @numba.njit(parallel=True, cache=True)
@@ -123,8 +155,15 @@ def _tile_chunk(F, i0, i1, j0, j1, f0, f1, acc, diag):
     """Add the L1 sums over features f0:f1 of rows i0:i1 x j0:j1 to acc.
 
     On a diagonal tile (i0 == j0) micro-tiles strictly below the diagonal are
-    skipped; the caller reads only j > i there.
+    skipped; the caller reads only j > i there. Sums run in F's precision: in
+    one pass for float64, in runs of ``_LOWP_RUN`` features for float32 (each
+    run's sum then added to the float64 ``acc``), which keeps the float32
+    rounding error near that of the features themselves.
     """
+    if f1 <= f0:
+        return
+    zero = F[i0, f0] - F[i0, f0]  # 0 in F's dtype (F is finite)
+    run = f1 - f0 if F.itemsize == 8 else _LOWP_RUN
     i = i0
     while i < i1:
         ni = min(4, i1 - i)
@@ -137,59 +176,61 @@ def _tile_chunk(F, i0, i1, j0, j1, f0, f1, acc, diag):
             r = i - i0
             c = j - j0
             if ni == 4 and nj == 4:
-                a0 = F[i, f0:f1]
-                a1 = F[i + 1, f0:f1]
-                a2 = F[i + 2, f0:f1]
-                a3 = F[i + 3, f0:f1]
-                b0 = F[j, f0:f1]
-                b1 = F[j + 1, f0:f1]
-                b2 = F[j + 2, f0:f1]
-                b3 = F[j + 3, f0:f1]
-                s00 = s01 = s02 = s03 = 0.0
-                s10 = s11 = s12 = s13 = 0.0
-                s20 = s21 = s22 = s23 = 0.0
-                s30 = s31 = s32 = s33 = 0.0
-                for f in range(a0.shape[0]):
-                    x0 = np.float64(a0[f])
-                    x1 = np.float64(a1[f])
-                    x2 = np.float64(a2[f])
-                    x3 = np.float64(a3[f])
-                    y0 = np.float64(b0[f])
-                    y1 = np.float64(b1[f])
-                    y2 = np.float64(b2[f])
-                    y3 = np.float64(b3[f])
-                    s00 += abs(x0 - y0)
-                    s01 += abs(x0 - y1)
-                    s02 += abs(x0 - y2)
-                    s03 += abs(x0 - y3)
-                    s10 += abs(x1 - y0)
-                    s11 += abs(x1 - y1)
-                    s12 += abs(x1 - y2)
-                    s13 += abs(x1 - y3)
-                    s20 += abs(x2 - y0)
-                    s21 += abs(x2 - y1)
-                    s22 += abs(x2 - y2)
-                    s23 += abs(x2 - y3)
-                    s30 += abs(x3 - y0)
-                    s31 += abs(x3 - y1)
-                    s32 += abs(x3 - y2)
-                    s33 += abs(x3 - y3)
-                acc[r, c] += s00
-                acc[r, c + 1] += s01
-                acc[r, c + 2] += s02
-                acc[r, c + 3] += s03
-                acc[r + 1, c] += s10
-                acc[r + 1, c + 1] += s11
-                acc[r + 1, c + 2] += s12
-                acc[r + 1, c + 3] += s13
-                acc[r + 2, c] += s20
-                acc[r + 2, c + 1] += s21
-                acc[r + 2, c + 2] += s22
-                acc[r + 2, c + 3] += s23
-                acc[r + 3, c] += s30
-                acc[r + 3, c + 1] += s31
-                acc[r + 3, c + 2] += s32
-                acc[r + 3, c + 3] += s33
+                for g0 in range(f0, f1, run):
+                    g1 = min(g0 + run, f1)
+                    a0 = F[i, g0:g1]
+                    a1 = F[i + 1, g0:g1]
+                    a2 = F[i + 2, g0:g1]
+                    a3 = F[i + 3, g0:g1]
+                    b0 = F[j, g0:g1]
+                    b1 = F[j + 1, g0:g1]
+                    b2 = F[j + 2, g0:g1]
+                    b3 = F[j + 3, g0:g1]
+                    s00 = s01 = s02 = s03 = zero
+                    s10 = s11 = s12 = s13 = zero
+                    s20 = s21 = s22 = s23 = zero
+                    s30 = s31 = s32 = s33 = zero
+                    for f in range(a0.shape[0]):
+                        x0 = a0[f]
+                        x1 = a1[f]
+                        x2 = a2[f]
+                        x3 = a3[f]
+                        y0 = b0[f]
+                        y1 = b1[f]
+                        y2 = b2[f]
+                        y3 = b3[f]
+                        s00 += abs(x0 - y0)
+                        s01 += abs(x0 - y1)
+                        s02 += abs(x0 - y2)
+                        s03 += abs(x0 - y3)
+                        s10 += abs(x1 - y0)
+                        s11 += abs(x1 - y1)
+                        s12 += abs(x1 - y2)
+                        s13 += abs(x1 - y3)
+                        s20 += abs(x2 - y0)
+                        s21 += abs(x2 - y1)
+                        s22 += abs(x2 - y2)
+                        s23 += abs(x2 - y3)
+                        s30 += abs(x3 - y0)
+                        s31 += abs(x3 - y1)
+                        s32 += abs(x3 - y2)
+                        s33 += abs(x3 - y3)
+                    acc[r, c] += s00
+                    acc[r, c + 1] += s01
+                    acc[r, c + 2] += s02
+                    acc[r, c + 3] += s03
+                    acc[r + 1, c] += s10
+                    acc[r + 1, c + 1] += s11
+                    acc[r + 1, c + 2] += s12
+                    acc[r + 1, c + 3] += s13
+                    acc[r + 2, c] += s20
+                    acc[r + 2, c + 1] += s21
+                    acc[r + 2, c + 2] += s22
+                    acc[r + 2, c + 3] += s23
+                    acc[r + 3, c] += s30
+                    acc[r + 3, c + 1] += s31
+                    acc[r + 3, c + 2] += s32
+                    acc[r + 3, c + 3] += s33
             else:
                 for ii in range(i, i + ni):
                     a = F[ii, f0:f1]
@@ -233,3 +274,30 @@ def pairwise_l1_sym_serial(F, tile_i, tile_j, tile, chunk, out):
     """:func:`pairwise_l1_sym` without a parallel region (same sums, same order)."""
     for p in range(tile_i.shape[0]):
         _l1_tile(F, tile_i[p] * tile, tile_j[p] * tile, tile, chunk, out)
+
+
+@numba.njit(cache=True)
+def upper_triangle(D):
+    """The strict upper triangle of a square matrix, row by row."""
+    m = D.shape[0]
+    out = np.empty(m * (m - 1) // 2, dtype=D.dtype)
+    t = 0
+    for i in range(m):
+        for j in range(i + 1, m):
+            out[t] = D[i, j]
+            t += 1
+    return out
+
+
+@numba.njit(cache=True)
+def symmetric_from_upper(tri, m, diagonal):
+    """The symmetric (m, m) matrix whose strict upper triangle, row by row, is ``tri``."""
+    out = np.empty((m, m), dtype=tri.dtype)
+    t = 0
+    for i in range(m):
+        out[i, i] = diagonal
+        for j in range(i + 1, m):
+            out[i, j] = tri[t]
+            out[j, i] = tri[t]
+            t += 1
+    return out

@@ -6,6 +6,7 @@ from numbers import Real
 
 import numpy as np
 
+from .._blas import serial_blas
 from .._validation import check_finite_array
 
 __all__ = [
@@ -22,6 +23,11 @@ def _missing_mask(X, missing_values):
     if isinstance(missing_values, Real) and np.isnan(missing_values):
         return np.isnan(X)
     return np.isnan(X) | (X == missing_values)
+
+
+# Gram products up to this many multiply-adds (tens of milliseconds on one core) run on one
+# BLAS thread (see skorg._blas).
+_SERIAL_GRAM_MAX = 2**30
 
 
 def cosine_affinity(X, *, threshold=0.0, missing_values=None, absolute=False):
@@ -61,15 +67,18 @@ def cosine_affinity(X, *, threshold=0.0, missing_values=None, absolute=False):
     allow_nan = missing_values is not None
     X = check_finite_array(X, "X", ndim=2, min_rows=1, allow_nan=allow_nan)
     missing = _missing_mask(X, missing_values)
+    small = X.shape[0] ** 2 * X.shape[1] <= _SERIAL_GRAM_MAX
     if missing is None:
         norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-        cos = X @ X.T
+        with serial_blas(small):
+            cos = X @ X.T
         den = np.outer(norms, norms)
     else:
         valid = (~missing).astype(np.float64)
         U = np.where(missing, 0.0, X)
-        cos = U @ U.T
-        sq = (U * U) @ valid.T  # sum of u_k^2 over k valid in both rows
+        with serial_blas(small):
+            cos = U @ U.T
+            sq = (U * U) @ valid.T  # sum of u_k^2 over k valid in both rows
         den = np.sqrt(sq * sq.T)
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = np.where(den > 0, cos / np.where(den > 0, den, 1.0), 0.0)
@@ -210,6 +219,8 @@ def check_affinity(A, name="affinity"):
         raise ValueError(
             f"{name} must be non-negative; found {int(np.sum(A < 0))} negative entries."
         )
+    if np.array_equal(A, A.T):  # the common case, and far cheaper than the tolerance test
+        return A
     scale = max(float(np.abs(A).max()), 1.0)
     if not np.allclose(A, A.T, rtol=1e-10, atol=1e-12 * scale):
         raise ValueError(f"{name} must be symmetric.")

@@ -8,6 +8,8 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
+from .._blas import serial_blas
+from .._kernels._flexible import deflate_symmetrize, divide_by_outer
 from ._affinity import check_affinity
 
 __all__ = ["diffusion_eigenpairs", "diffusion_embedding"]
@@ -18,17 +20,20 @@ _DEGREE_EPS = 1e-15
 
 
 def _symmetric_markov(A, density_normalize):
-    """The symmetric conjugate S of the Markov matrix, and sqrt of its degrees."""
+    """The symmetric conjugate S of the Markov matrix, and sqrt of its degrees.
+
+    Works in one new array (large temporaries cost page faults, more than the arithmetic).
+    """
     A = np.where(A > _AFFINITY_FLOOR, A, 0.0)
     isolated = A.sum(axis=1) == 0
     if isolated.any():
         # a point with no affinity at all becomes its own component
         A[isolated, isolated] = 1.0
     if density_normalize:
-        r = A.sum(axis=1) + _DEGREE_EPS
-        A = A / np.outer(r, r)
+        divide_by_outer(A, A.sum(axis=1) + _DEGREE_EPS)
     q = np.sqrt(A.sum(axis=1)) + _DEGREE_EPS
-    return A / np.outer(q, q), q
+    divide_by_outer(A, q)
+    return A, q
 
 
 def diffusion_eigenpairs(
@@ -86,14 +91,13 @@ def diffusion_eigenpairs(
     if not isinstance(n_eigs, Integral) or n_eigs < 1:
         raise ValueError(f"n_eigs must be a positive integer, got {n_eigs!r}.")
     k = min(int(n_eigs), n)
-    S, q = _symmetric_markov(A.astype(np.float64, copy=True), density_normalize)
+    S, q = _symmetric_markov(A, density_normalize)
     v0 = q / np.linalg.norm(q)
     vals = np.ones(1)
     vecs = v0[:, None]
     if k > 1:
-        deflated = S - np.outer(v0, v0)
-        deflated = 0.5 * (deflated + deflated.T)
-        sub_vals, sub_vecs = _leading_eigenpairs_serial(deflated, k - 1, by_magnitude, v0)
+        deflate_symmetrize(S, v0)  # S - v0 v0^T, symmetrized, in place
+        sub_vals, sub_vecs = _leading_eigenpairs_serial(S, k - 1, by_magnitude, v0)
         vals = np.concatenate([vals, np.abs(sub_vals) if by_magnitude else sub_vals])
         vecs = np.hstack([vecs, sub_vecs])
     psi = vecs / v0[:, None]
@@ -106,18 +110,12 @@ def diffusion_eigenpairs(
 # small to share, and waking BLAS threads on busy cores costs milliseconds per product. The
 # results are bit-identical to the threaded ones.
 _SERIAL_BLAS_MAX = 2048
-_blas_controller = None
 
 
 def _leading_eigenpairs_serial(M, m, by_magnitude, v0):
-    global _blas_controller
     if M.shape[0] > _SERIAL_BLAS_MAX:
         return _leading_eigenpairs(M, m, by_magnitude, v0)
-    if _blas_controller is None:
-        from threadpoolctl import ThreadpoolController
-
-        _blas_controller = ThreadpoolController()
-    with _blas_controller.limit(limits=1, user_api="blas"):
+    with serial_blas():
         return _leading_eigenpairs(M, m, by_magnitude, v0)
 
 

@@ -8,6 +8,7 @@ from numbers import Integral, Real
 import numba
 import numpy as np
 
+from .._kernels import _bifolder as _kb
 from .._kernels import _emd as _k
 from .._validation import check_finite_array, check_tree_for_axis
 
@@ -19,6 +20,13 @@ _FEATURE_CHUNK = 512
 # Work (inner-loop steps) below which a kernel runs without a parallel region: waking the other
 # threads costs far more than such a call when the cores are busy (a scheduler quantum, ms).
 _PARALLEL_MIN_WORK = 20_000_000
+# Fixed number of accumulators of the two-tree kernel (the groups of feature blocks that the
+# threads share out): a constant, so that the result does not depend on the thread count.
+_N_GROUPS = 8
+# Row tile of the two-tree kernel's pairwise sums (a multiple of 4), and the number of
+# features it aims at per block (whole folders of the first tree).
+_TILE = 64
+_BLOCK_FEATURES = 512
 
 
 # --------------------------------------------------------------------------- helpers
@@ -179,6 +187,25 @@ def _features(Xt, plans, dtype):
     return Z.reshape(Xt.shape[0], -1)
 
 
+def _padded(plan, multiple=64):
+    """The plan with empty zero-weight folders appended up to a multiple of ``multiple``.
+
+    Their features are exactly 0 for every slice, so distances do not change, and the
+    pairwise kernel's inner loops run on whole SIMD vectors.
+    """
+    leaf_order, start, end, scale = plan
+    extra = -start.shape[0] % multiple
+    if extra == 0:
+        return plan
+    zeros = np.zeros(extra, dtype=start.dtype)
+    return (
+        leaf_order,
+        np.concatenate([start, zeros]),
+        np.concatenate([end, zeros]),
+        np.concatenate([scale, np.zeros(extra)]),
+    )
+
+
 def _restrict(plan, lo, hi):
     leaf_order, start, end, scale = plan
     return leaf_order, start[lo:hi], end[lo:hi], scale[lo:hi]
@@ -212,6 +239,49 @@ def _emd_core(Xt, plans, dtype, working_memory):
         chunk[first] = _restrict(plans[first], lo, min(lo + step, k_first))
         _add_pairwise_l1(_features(Xt, chunk, dtype), D)
     return D
+
+
+def _emd_two_trees(X, axis, plan1, plan2, dtype):
+    """Distances between the slices of a 3-tensor along ``axis`` given trees on the two
+    other axes (``plan1`` on the lower one), without storing the bi-folder features.
+
+    Holds one float64 prefix table the size of X (see :mod:`skorg._kernels._bifolder`).
+    """
+    a1, a2 = [a for a in range(3) if a != axis]
+    Xv = np.transpose(X, (a1, a2, axis))
+    n1, n2, m = Xv.shape
+    order1, start1, end1, scale1 = plan1
+    order2, start2, end2, scale2 = plan2
+    # folders of the first tree in depth-first order: consecutive feature blocks read nearby
+    # rows of the prefix table, which then come from cache rather than memory
+    dfs = np.lexsort((-end1, start1))
+    start1, end1, scale1 = start1[dfs], end1[dfs], scale1[dfs]
+    k1, k2 = start1.shape[0], start2.shape[0]
+    if k1 == 0 or k2 == 0:
+        return np.zeros((m, m))
+    n_threads = numba.get_num_threads()
+    P = np.empty((n1 + 1, n2, m), dtype=np.float64)
+    t_inner = bool(abs(Xv.strides[2]) <= abs(Xv.strides[1]))
+    if n_threads == 1 or n1 * n2 * m < _PARALLEL_MIN_WORK // 8:
+        _kb.bifolder_prefix_serial(Xv, order1, order2, t_inner, P)
+    else:
+        _kb.bifolder_prefix(Xv, order1, order2, t_inner, n_threads, P)
+    per_block = max(1, _BLOCK_FEATURES // k2)
+    block_bounds = np.append(np.arange(0, k1, per_block), k1).astype(np.intp)
+    n_blocks = block_bounds.shape[0] - 1
+    n_groups = min(_N_GROUPS, n_blocks)
+    width = -(-per_block * k2 // _kb._PAD) * _kb._PAD
+    bufs = np.empty((n_groups, m, width), dtype=dtype)
+    accs = np.zeros((n_groups, m, m), dtype=np.float64)
+    args = (P, start1, end1, scale1, start2, end2, scale2, block_bounds, _TILE, bufs, accs)
+    if n_threads == 1 or m * m * k1 * k2 // 2 < _PARALLEL_MIN_WORK:
+        _kb.bifolder_l1_serial(*args)
+    else:
+        _kb.bifolder_l1(*args)
+    upper = np.triu(accs[0], 1)
+    for a in range(1, n_groups):
+        upper += np.triu(accs[a], 1)
+    return upper + upper.T
 
 
 def _working_memory(working_memory):
@@ -309,8 +379,10 @@ def tree_emd(
         Non-negative data-driven weights multiplying the weight of each node (BFS node ids).
     dtype : {None, float32, float64}, default=None
         Precision of the folder-mean features and of the result; None keeps X's float dtype
-        (float64 for other dtypes). Running sums and distance sums are always float64: the
-        float32 path rounds only the features (relative error about 1e-7).
+        (float64 for other dtypes). Folder sums are always taken in float64. The float32
+        path rounds the features and sums their differences in float32 runs of 256 features
+        (each run added in float64) at twice the SIMD width: distances accurate to about
+        1e-7 to 1e-6 relative.
     n_jobs : int, optional
         Number of numba threads (-1: all); None uses numba's current setting.
 
@@ -362,7 +434,7 @@ def tree_emd(
     )
     with _numba_threads(n_jobs):
         D = np.zeros((X.shape[0], X.shape[0]), dtype=np.float64)
-        _add_pairwise_l1(_features(X, {1: plan}, dtype), D)
+        _add_pairwise_l1(_features(X, {1: _padded(plan)}, dtype), D)
     return D.astype(dtype, copy=False)
 
 
@@ -401,12 +473,14 @@ def multi_tree_emd(
     n_jobs : int, optional
         Number of numba threads; None uses numba's current setting.
     working_memory : float, optional
-        Bound, in MiB, on the feature blocks held at once; None takes scikit-learn's
-        ``working_memory`` setting (1024 by default). The full feature matrix has
-        ``n_axis * prod(|T_i|)`` entries; it is built and consumed in chunks of folders of the
-        first tree, each feature once. Beyond this bound the call holds one copy of X with
-        ``axis`` moved first (e.g. a 1024 x 1024 x 144 float32 tensor with two dyadic trees
-        peaks at about 2.4 GB of resident memory, X included).
+        With three or more trees: bound, in MiB, on the feature blocks held at once; None
+        takes scikit-learn's ``working_memory`` setting (1024 by default). The full feature
+        matrix has ``n_axis * prod(|T_i|)`` entries; it is built and consumed in chunks of
+        folders of the first tree, each feature once, beside one copy of X with ``axis`` moved
+        first. With two trees (a 3-tensor) the features are never stored: blocks of a few
+        hundred features are made from a float64 prefix table the size of X and summed while
+        in cache, so the call holds about 8 bytes per entry of X plus ``8 * 8 * n_axis**2``
+        bytes, whatever this setting.
 
     Returns
     -------
@@ -424,7 +498,9 @@ def multi_tree_emd(
     with each tree's weights as in :func:`tree_emd`, and likewise with one sum per tree for more
     axes. Box means are taken one axis at a time (prefix sums of each slice along the first tree
     axis, then of those folder means along the next: a separable summed-area table), which is
-    exact because a box mean is a mean of means over equal-size rows.
+    exact because a box mean is a mean of means over equal-size rows. The pairwise sum is
+    :math:`O(n_{axis}^2 \\prod |T_i|)`, the dominant cost; the result does not depend on
+    ``n_jobs`` (fixed blocking and summation order).
 
     Examples
     --------
@@ -439,6 +515,18 @@ def multi_tree_emd(
     """
     X = check_finite_array(X, "X", min_ndim=2, min_rows=1, dtype=None)
     dtype = _feature_dtype(X, dtype)
+    D = _multi_tree_emd(
+        X, trees, axis, alphas, betas, exclude_singletons, folder_weights, dtype, n_jobs,
+        working_memory,
+    )  # fmt: skip
+    return D.astype(dtype, copy=False)
+
+
+def _multi_tree_emd(
+    X, trees, axis, alphas, betas, exclude_singletons, folder_weights, dtype, n_jobs, working_memory
+):
+    """:func:`multi_tree_emd` of a validated finite X, with the feature dtype resolved;
+    returns float64 distances."""
     ndim = X.ndim
     if isinstance(axis, bool) or not isinstance(axis, Integral) or not -ndim <= axis < ndim:
         raise ValueError(f"axis must be an integer in [-{ndim}, {ndim}), got {axis!r}.")
@@ -473,11 +561,17 @@ def multi_tree_emd(
         plan = _folder_plan(tree, alpha_map[a], beta_map[a], single_map[a], weight_map[a], name)
         plans[a + 1 if a < axis else a] = plan  # axis numbers of moveaxis(X, axis, 0)
     memory = _working_memory(working_memory)
-    # one copy of X with the compared axis first: contiguous slices, no transposed features
-    Xt = np.ascontiguousarray(np.moveaxis(X, axis, 0))
     with _numba_threads(n_jobs):
-        D = _emd_core(Xt, plans, dtype, memory)
-    return D.astype(dtype, copy=False)
+        if len(plans) == 2:
+            D = _emd_two_trees(X, axis, plans[1], plans[2], dtype)
+        else:
+            # one copy of X with the compared axis first: contiguous slices, no transposed
+            # features
+            Xt = np.ascontiguousarray(np.moveaxis(X, axis, 0))
+            if len(plans) == 1:
+                plans = {1: _padded(plans[1])}
+            D = _emd_core(Xt, plans, dtype, memory)
+    return D
 
 
 def dual_affinity(d, *, epsilon=1.0):
@@ -518,6 +612,33 @@ def dual_affinity(d, *, epsilon=1.0):
     if epsilon <= 0:
         raise ValueError(f"epsilon must be positive, got {epsilon}.")
     med = float(np.median(d))
+    return _exp_affinity(d, epsilon, med)
+
+
+def _exp_affinity(d, epsilon, med):
     if med == 0:
         med = 1.0
     return np.exp(-d / (epsilon * med))
+
+
+def _symmetric_dual_affinity(d, epsilon):
+    """:func:`dual_affinity` of a symmetric distance matrix with a zero diagonal (unchecked).
+
+    Sorted, the m^2 entries are the m diagonal zeros followed by every upper-triangle value
+    twice, so the median needs a partition of the triangle alone.
+    """
+    m = d.shape[0]
+    total = m * m
+    ranks = [total // 2] if total % 2 else [total // 2 - 1, total // 2]
+    from ..trees._flexible import _order_statistics
+
+    picks = sorted({(r - m) // 2 for r in ranks if r >= m})
+    tri = _k.upper_triangle(d)
+    # the selection may reorder its input: give it a copy, tri is needed in row order below
+    found = dict(zip(picks, _order_statistics(tri.copy(), picks))) if picks else {}
+    values = [found[(r - m) // 2] if r >= m else 0.0 for r in ranks]
+    med = sum(values) / len(values)
+    if med == 0:
+        med = 1.0
+    # the same elementwise expression as _exp_affinity, on the triangle only, then mirrored
+    return _k.symmetric_from_upper(np.exp(-tri / (epsilon * med)), m, 1.0)

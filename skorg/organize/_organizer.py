@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._ordering import ORDERINGS
-from ._questionnaire import PRESETS, SCHEDULES, questionnaire
+from ._questionnaire import EMD_DTYPES, PRESETS, SCHEDULES, questionnaire
 
 __all__ = ["QuestionnaireOrganizer"]
 
@@ -75,6 +75,9 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         :func:`~skorg.organize.questionnaire`.
     n_neighbors : int, default=15
         Neighbours per point on the sparse path.
+    emd_dtype : {"float64", "float32"}, default="float64"
+        Precision of the tree-EMD features and sums; ``"float32"`` is faster
+        (twice the SIMD width) with distances accurate to about 1e-6 relative.
 
     Attributes
     ----------
@@ -148,6 +151,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         "n_jobs": [Integral, None],
         "affinity_mode": [StrOptions({"auto", "dense", "sparse"})],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "emd_dtype": [StrOptions(set(EMD_DTYPES))],
     }
 
     def __init__(
@@ -167,6 +171,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         n_jobs=None,
         affinity_mode="auto",
         n_neighbors=15,
+        emd_dtype="float64",
     ):
         self.preset = preset
         self.n_iter = n_iter
@@ -182,6 +187,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.affinity_mode = affinity_mode
         self.n_neighbors = n_neighbors
+        self.emd_dtype = emd_dtype
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -231,6 +237,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
             affinity_mode=self.affinity_mode,
             n_neighbors=self.n_neighbors,
             random_state=self.random_state,
+            emd_dtype=self.emd_dtype,
             check_input=False,
         )
         self.trees_ = result.trees

@@ -16,6 +16,7 @@ from ._sparse import sparse_axes, sparse_initial, sparse_rebuild
 __all__ = ["PRESETS", "SCHEDULES", "QuestionnaireResult", "questionnaire"]
 
 SCHEDULES = ("alternating", "jacobi", "reference_3d")
+EMD_DTYPES = ("float64", "float32")
 
 PRESETS = {
     # the paper's organization of attention heads (query x key x head)
@@ -124,6 +125,7 @@ def questionnaire(
     affinity_mode="auto",
     n_neighbors=15,
     random_state=None,
+    emd_dtype="float64",
     check_input=True,
 ):
     """Learn a partition tree on every axis of a matrix or tensor.
@@ -181,6 +183,11 @@ def questionnaire(
     random_state : int, RandomState or None, default=None
         Seed of the sparse path's neighbour search and samples (None: 0); the dense path
         draws no random numbers.
+    emd_dtype : {"float64", "float32"}, default="float64"
+        Precision of the tree-EMD features and of their pairwise sums on the dense path.
+        ``"float32"`` runs the distance kernels at twice the SIMD width (about 1.5 to 2 times
+        faster on large tensors) with distances accurate to about 1e-6 relative; the trees
+        usually do not change.
     check_input : bool, default=True
 
     Returns
@@ -197,7 +204,7 @@ def questionnaire(
     >>> [t.n_points for t in res.trees]
     [24, 24]
     """
-    from ..metrics._emd import dual_affinity, multi_tree_emd
+    from ..metrics._emd import _multi_tree_emd, _symmetric_dual_affinity
 
     p = resolve_params(
         preset,
@@ -219,6 +226,9 @@ def questionnaire(
         raise ValueError(f"Unknown schedule {p['schedule']!r}; expected one of {SCHEDULES}.")
     if p["ordering"] not in ORDERINGS:
         raise ValueError(f"Unknown ordering {p['ordering']!r}; expected one of {ORDERINGS}.")
+    if emd_dtype not in EMD_DTYPES:
+        raise ValueError(f"emd_dtype must be one of {EMD_DTYPES}, got {emd_dtype!r}.")
+    feature_dtype = np.dtype(emd_dtype)
     alphas = _per_axis(p["emd_alpha"], ndim, "emd_alpha")
     betas = _per_axis(p["emd_beta"], ndim, "emd_beta")
     epsilons = _per_axis(p["epsilon"], ndim, "epsilon", positive=True)
@@ -254,6 +264,7 @@ def questionnaire(
     for axis in init_axes:
         initial(axis)
     initial_trees = list(trees)
+    memo = {}
 
     def rebuild(axis, source_trees, iteration):
         others = [t if a != axis else None for a, t in enumerate(source_trees)]
@@ -265,11 +276,19 @@ def questionnaire(
             distances[axis], affinities[axis] = d, A
             record(iteration, axis, tree)
             return
-        d = multi_tree_emd(X, others, axis=axis, alphas=alphas, betas=betas, n_jobs=n_jobs)
-        A = dual_affinity(d, epsilon=epsilons[axis])
+        key = (axis, tuple(id(t) for t in source_trees))
+        if key in memo:  # "reference_3d" rebuilds the last axis from unchanged trees
+            d, A, tree = memo[key]
+        else:
+            d = _multi_tree_emd(
+                X, others, axis, alphas, betas, False, None, feature_dtype, n_jobs, None
+            )
+            A = _symmetric_dual_affinity(d, epsilons[axis])
+            tree = flexible_tree(A, tree_constant=constants[axis], check_input=False)
+            if source_trees is initial_trees:
+                memo[key] = d, A, tree
         distances[axis] = d
         affinities[axis] = A
-        tree = flexible_tree(A, tree_constant=constants[axis], check_input=False)
         record(iteration, axis, tree)
 
     sweep = [ndim - 1, *range(ndim - 1)]

@@ -6,7 +6,7 @@ from numbers import Real
 
 import numpy as np
 
-from .._kernels._flexible import join_round, round_distances
+from .._kernels._flexible import join_round, round_distances, split_window
 from ._partition_tree import PartitionTree
 
 __all__ = ["flexible_tree"]
@@ -144,22 +144,52 @@ def _median(D):
 
 def _symmetric_median(tri, m):
     """:func:`_median` of a symmetric (m, m) matrix with an infinite diagonal, from the
-    strict upper triangle ``tri`` alone.
+    strict upper triangle ``tri`` alone (which it may reorder).
 
     Sorted, the m^2 entries are every triangle value twice followed by the m infinite diagonal
     entries, so entry r is the (r // 2)-th smallest of ``tri`` (r < m (m - 1)) or ``+inf``; the
-    partition runs on half the entries.
+    selection runs on half the entries.
     """
     n_tri = tri.shape[0]
     half = (m * m) // 2
     ranks = [half] if (m * m) % 2 else [half - 1, half]
     picks = sorted({r // 2 for r in ranks if r < 2 * n_tri})
-    part = np.partition(tri, picks) if picks else tri
-    values = [float(part[r // 2]) if r < 2 * n_tri else np.inf for r in ranks]
+    found = dict(zip(picks, _order_statistics(tri, picks))) if picks else {}
+    values = [found[r // 2] if r < 2 * n_tri else np.inf for r in ranks]
     if len(values) == 1:
         return values[0]
     lo, hi = values
     return hi if np.isinf(hi) else 0.5 * (lo + hi)
+
+
+# Sample size of the selection in _order_statistics, and the smallest input it is used on.
+_SELECT_SAMPLE = 1024
+_SELECT_MIN = 8 * _SELECT_SAMPLE
+
+
+def _order_statistics(x, ranks):
+    """The values of the given ranks (sorted, 0-based) of x; x may be reordered.
+
+    On large inputs, a strided sample brackets the ranks with two of its order statistics
+    (four standard deviations of the sample rank to spare each side), one pass keeps the
+    entries between them, and the selection runs on those alone; when the bracket misses
+    (it is checked by counting), on everything. The values are exact either way.
+    """
+    n = x.shape[0]
+    if n >= _SELECT_MIN:
+        sample = x[:: n // _SELECT_SAMPLE]
+        s = sample.shape[0]
+        spare = int(2.0 * np.sqrt(s)) + 1
+        lo = max(ranks[0] * s // n - spare, 0)
+        hi = min(ranks[-1] * s // n + spare, s - 1)
+        bracket = np.partition(sample, [lo, hi])
+        below, inside = split_window(x, bracket[lo], bracket[hi])
+        if below <= ranks[0] and ranks[-1] < below + inside.shape[0]:
+            local = [r - below for r in ranks]
+            inside.partition(local)
+            return [float(inside[r]) for r in local]
+    x.partition(ranks)
+    return [float(x[r]) for r in ranks]
 
 
 def _ordered_tree(levels, psi1):
@@ -171,4 +201,6 @@ def _ordered_tree(levels, psi1):
         keys.append(-(sums / counts)[row])
         keys.append(row)
     leaf_order = np.lexsort(keys[::-1]) if keys else np.arange(levels[0].shape[0])
-    return PartitionTree.from_levels(np.stack(levels), leaf_order=leaf_order)
+    # nested by construction, root first, singletons last; the lexsort keeps folders
+    # contiguous
+    return PartitionTree._from_valid_levels(np.stack(levels), leaf_order)

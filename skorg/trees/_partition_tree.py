@@ -28,6 +28,22 @@ def _check_permutation(order, n, name="leaf_order"):
     return order
 
 
+def _all_distinct(values):
+    """True if no value occurs twice in the 1-D integer array."""
+    if values.shape[0] < 2:
+        return True
+    srt = np.sort(values)
+    return not np.any(srt[1:] == srt[:-1])
+
+
+def _run_starts(ordered):
+    """Boolean (n_levels, n): True where a run of equal labels starts along each row."""
+    new_run = np.empty(ordered.shape, dtype=bool)
+    new_run[:, 0] = True
+    np.not_equal(ordered[:, 1:], ordered[:, :-1], out=new_run[:, 1:])
+    return new_run
+
+
 class PartitionTree:
     """A rooted partition tree stored as flat arrays.
 
@@ -117,7 +133,17 @@ class PartitionTree:
                 )
         if n > 1 and len(bounds) < 2:
             raise ValueError("A tree on more than one point needs a root and a leaf level.")
+        self._build(leaf_order, bounds)
 
+    @classmethod
+    def _from_bounds(cls, leaf_order, bounds):
+        """``PartitionTree(leaf_order, bounds)`` without the checks, for valid intp arrays."""
+        tree = cls.__new__(cls)
+        tree._build(leaf_order, bounds)
+        return tree
+
+    def _build(self, leaf_order, bounds):
+        n = leaf_order.shape[0]
         level_sizes = np.array([b.shape[0] for b in bounds], dtype=np.intp)
         level_ptr = np.concatenate([[0], np.cumsum(level_sizes)]).astype(np.intp)
         start = np.concatenate(bounds).astype(np.intp)
@@ -231,30 +257,41 @@ class PartitionTree:
         n = levels.shape[1]
         if n < 1:
             raise ValueError("levels must describe at least one point.")
-        if np.unique(levels[0]).shape[0] != 1:
+        if np.any(levels[0] != levels[0, 0]):
             levels = np.vstack([np.zeros((1, n), dtype=np.intp), levels])
-        if np.unique(levels[-1]).shape[0] != n:
+        if not _all_distinct(levels[-1]):
             levels = np.vstack([levels, np.arange(n, dtype=np.intp)[None, :]])
         if leaf_order is None:
             leaf_order = np.lexsort(levels[::-1])
         else:
             leaf_order = _check_permutation(leaf_order, n)
-        bounds = []
-        for lvl, row in enumerate(levels):
-            ordered = row[leaf_order]
-            starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-            if np.unique(ordered).shape[0] != starts.shape[0]:
+        ordered = levels[:, leaf_order]
+        new_run = _run_starts(ordered)
+        for lvl, row in enumerate(ordered):
+            # every label has a run; the folders are contiguous iff no label has two
+            if not _all_distinct(row[new_run[lvl]]):
                 raise ValueError(
                     f"Folders of level {lvl} are not contiguous in the leaf order; pass a "
                     "leaf_order in which every folder is a contiguous run."
                 )
-            bounds.append(starts)
         for lvl in range(1, levels.shape[0]):
-            # a refining level maps each label to exactly one parent label
-            pairs = np.unique(np.stack([levels[lvl], levels[lvl - 1]]), axis=1)
-            if np.unique(pairs[0]).shape[0] != pairs.shape[1]:
+            # with contiguous folders, a level refines the one above (each label has one
+            # parent label) iff every folder start above is a folder start here
+            if np.any(new_run[lvl - 1] & ~new_run[lvl]):
                 raise ValueError(f"Level {lvl} does not refine level {lvl - 1}.")
-        return cls(leaf_order, bounds)
+        return cls._from_bounds(leaf_order, [np.flatnonzero(b) for b in new_run])
+
+    @classmethod
+    def _from_valid_levels(cls, levels, leaf_order):
+        """:meth:`from_levels` for callers that built the levels themselves.
+
+        ``levels`` (n_levels, n_points) integer labels must be nested, start
+        with the root (one label) and end with the singletons; ``leaf_order``
+        (intp permutation) must keep every folder contiguous. Nothing is
+        checked: the result equals ``from_levels(levels, leaf_order)``.
+        """
+        new_run = _run_starts(levels[:, leaf_order])
+        return cls._from_bounds(leaf_order, [np.flatnonzero(b) for b in new_run])
 
     def to_levels(self):
         """Folder labels per level, shape (n_levels, n_points).
@@ -364,9 +401,11 @@ class PartitionTree:
             return NotImplemented
         if other.n_points != self.n_points or other.n_levels != self.n_levels:
             return False
-        a = _canonical_levels(self.to_levels())
-        b = _canonical_levels(other.to_levels())
-        return bool(np.array_equal(a, b))
+        if not np.array_equal(self.level_sizes(), other.level_sizes()):
+            return False
+        return all(
+            _same_partition(self.labels(lvl), other.labels(lvl)) for lvl in range(self.n_levels)
+        )
 
     def __eq__(self, other):
         if not isinstance(other, PartitionTree):
@@ -407,15 +446,18 @@ class PartitionTree:
         return _reorder_children(self, children_order)
 
 
-def _canonical_levels(levels):
-    """Relabel every level by first appearance in point order 0..n-1."""
-    out = np.empty_like(levels)
-    for lvl, row in enumerate(levels):
-        vals, first = np.unique(row, return_index=True)
-        rank = np.empty(vals.shape[0], dtype=levels.dtype)
-        rank[np.argsort(first)] = np.arange(vals.shape[0])
-        out[lvl] = rank[np.searchsorted(vals, row)]
-    return out
+def _same_partition(a, b):
+    """True if the labellings a and b, each labels 0..k-1 all used, group the points alike.
+
+    With the same number of labels, they do iff the label of b is a function of the
+    label of a (a map onto k labels from k labels is one to one).
+    """
+    k = int(a.max()) + 1
+    if k != int(b.max()) + 1:
+        return False
+    to_b = np.empty(k, dtype=b.dtype)
+    to_b[a] = b  # any point of a folder will do, if the map exists
+    return bool(np.array_equal(to_b[a], b))
 
 
 def _reorder_children(tree, children_order):

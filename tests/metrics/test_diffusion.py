@@ -1,7 +1,9 @@
 import numpy as np
 import pytest
 
+from skorg._kernels._flexible import deflate_symmetrize, divide_by_outer
 from skorg.metrics import diffusion_eigenpairs, diffusion_embedding
+from skorg.metrics._diffusion import _symmetric_markov
 
 
 def test_reference_markov_eigenpairs(reference):
@@ -56,3 +58,63 @@ def test_embedding_is_monotone_on_a_line():
 def test_small_inputs():
     psi, _ = diffusion_eigenpairs(np.eye(2), 12)
     assert psi.shape == (2, 2) and np.all(np.isfinite(psi))
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 37, 512])
+def test_in_place_kernels_equal_numpy_expressions(n):
+    rng = np.random.default_rng(n)
+    S = rng.random((n, n))  # not symmetric: the symmetrization must do real work
+    r = rng.random(n) + 0.5
+    out = S.copy()
+    divide_by_outer(out, r)
+    np.testing.assert_array_equal(out, S / np.outer(r, r))
+    v = rng.normal(size=n)
+    E = S - np.outer(v, v)
+    for layout in (S.copy(), np.asfortranarray(S)):
+        deflate_symmetrize(layout, v)
+        np.testing.assert_array_equal(layout, 0.5 * (E + E.T))
+        np.testing.assert_array_equal(layout, layout.T)
+
+
+def _markov_reference(A, density_normalize):
+    """The symmetric Markov conjugate with NumPy temporaries (the former implementation)."""
+    A = np.where(A > 1e-8, A, 0.0)
+    isolated = A.sum(axis=1) == 0
+    if isolated.any():
+        A[isolated, isolated] = 1.0
+    if density_normalize:
+        r = A.sum(axis=1) + 1e-15
+        A = A / np.outer(r, r)
+    q = np.sqrt(A.sum(axis=1)) + 1e-15
+    return A / np.outer(q, q), q
+
+
+@pytest.mark.parametrize("density_normalize", [True, False])
+def test_symmetric_markov_in_place_equals_reference(density_normalize):
+    rng = np.random.default_rng(4)
+    A = rng.random((40, 40)) ** 8  # some entries under the 1e-8 floor
+    A = A + A.T
+    A[3] = A[:, 3] = 0.0  # an isolated point
+    A[5, 7] = A[7, 5] = 1e-9
+    before = A.copy()
+    S, q = _symmetric_markov(A, density_normalize)
+    S_ref, q_ref = _markov_reference(A, density_normalize)
+    np.testing.assert_array_equal(S, S_ref)
+    np.testing.assert_array_equal(q, q_ref)
+    np.testing.assert_array_equal(A, before)  # the caller's matrix is left alone
+    assert S[3, 3] > 0 and S[5, 7] == 0.0
+
+
+def test_eigenpairs_leave_the_input_alone_and_accept_float32():
+    x = np.linspace(0, 1, 200)  # above the dense cutoff: the ARPACK path
+    A = np.exp(-(np.subtract.outer(x, x) ** 2) / 0.01)
+    before = A.copy()
+    psi, lam = diffusion_eigenpairs(A, 5, check_input=False)
+    np.testing.assert_array_equal(A, before)
+    psi32, lam32 = diffusion_eigenpairs(A.astype(np.float32), 5)
+    assert psi32.dtype == np.float64
+    np.testing.assert_allclose(lam32, lam, atol=1e-6)
+    # the eigenpairs of the Markov matrix P = D^-1 K, K the density-normalized affinity
+    K = A / np.outer(A.sum(1), A.sum(1))
+    P = K / K.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(P @ psi, psi * lam, atol=1e-8)

@@ -183,12 +183,51 @@ def test_read_only_input(rng):
 
 
 def test_multi_tree_emd_chunks_agree(rng):
-    X = rng.standard_normal((16, 12, 10))
-    trees = [dyadic_tree(16), random_tree(12, rng), None]
+    # three trees: the feature matrix is built in chunks bounded by working_memory
+    X = rng.standard_normal((16, 12, 6, 10))
+    trees = [dyadic_tree(16), random_tree(12, rng), random_tree(6, rng), None]
     full = multi_tree_emd(X, trees, alphas=0.5)
     # 1e-4 MiB holds less than one folder of the first tree: one folder per chunk
     chunked = multi_tree_emd(X, trees, alphas=0.5, working_memory=1e-4)
     np.testing.assert_allclose(chunked, full, rtol=1e-13)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_two_tree_emd_ignores_memory_layout(rng, axis):
+    X = rng.standard_normal((13, 11, 9))
+    trees = [random_tree(s, rng, n_levels=3) for s in X.shape]
+    trees[axis] = None
+    expected = multi_tree_emd(X, trees, axis=axis, alphas=0.3)
+    for view in (np.asfortranarray(X), np.transpose(np.transpose(X).copy()), X[::1, ::1, ::1]):
+        np.testing.assert_array_equal(multi_tree_emd(view, trees, axis=axis, alphas=0.3), expected)
+    doubled = np.repeat(X, 2, axis=axis)[(slice(None),) * axis + (slice(None, None, 2),)]
+    np.testing.assert_array_equal(multi_tree_emd(doubled, trees, axis=axis, alphas=0.3), expected)
+
+
+def test_two_tree_kernel_threads_and_blocks_do_not_change_the_sums(rng):
+    # large enough for the parallel kernels; 127 x 127 bi-folder features in blocks of 4 rows
+    X = rng.standard_normal((64, 64, 64))
+    trees = [dyadic_tree(64), random_tree(64, rng, n_levels=4), None]
+    one = multi_tree_emd(X, trees, n_jobs=1)
+    two = multi_tree_emd(X, trees, n_jobs=2)
+    np.testing.assert_array_equal(one, two)
+    np.testing.assert_allclose(
+        one, brute_multi_tree_emd(X, [*trees[:2], None], 2, [0.0] * 3, [1.0] * 3), rtol=1e-12
+    )
+    assert np.all(np.diag(one) == 0) and np.array_equal(one, one.T)
+
+
+def test_two_tree_emd_of_identical_slices_is_zero(rng):
+    X = rng.standard_normal((20, 18, 6))
+    X[:, :, 4] = X[:, :, 1]
+    X[:, :, 5] = 3.0  # a constant slice
+    trees = [random_tree(20, rng), random_tree(18, rng), None]
+    for dtype in (np.float64, np.float32):
+        D = multi_tree_emd(X, trees, dtype=dtype)
+        assert D[1, 4] == D[4, 1] == 0.0
+        others = ~np.eye(6, dtype=bool)
+        others[1, 4] = others[4, 1] = False
+        assert np.all(D[others] > 0)
 
 
 # --------------------------------------------------------------------------- reference parity
@@ -224,10 +263,13 @@ def test_float32_agrees_with_float64(rng):
     d32 = tree_emd(X, tree, alpha=0.5, dtype=np.float32)
     d32_in = tree_emd(X.astype(np.float32), tree, alpha=0.5)
     assert d32.dtype == d32_in.dtype == np.float32
-    # features round to float32 (relative 6e-8); differences and sums are exact float64, so the
-    # error of a distance is at most ~6e-8 times the weighted sum of the feature magnitudes
+    # features round to float32 (u = 2**-24 relative each), then float32 differences are summed
+    # in runs of at most _LOWP_RUN terms (see test_pairwise_kernel_matches_cdist): the error of
+    # a distance is bounded by the feature rounding plus (_LOWP_RUN + 1) u times the distance
     F = tree_emd_features(X, tree, alpha=0.5)
-    bound = 2 * 2.0**-24 * (np.abs(F).sum(1)[:, None] + np.abs(F).sum(1)[None, :])
+    u = 2.0**-24
+    feature_part = 2 * u * (np.abs(F).sum(1)[:, None] + np.abs(F).sum(1)[None, :])
+    bound = feature_part * (1 + 1e-3) + (kernels._LOWP_RUN + 1) * u * d64 * (1 + 1e-3)
     assert np.all(np.abs(d32 - d64) <= bound)
     np.testing.assert_allclose(d32_in, d64, rtol=1e-5)
     X3 = rng.uniform(0, 1, (12, 10, 9))
@@ -263,7 +305,14 @@ def test_pairwise_kernel_matches_cdist(rng, m, k, dtype):
         out = np.zeros((m, m))
         kernels.pairwise_l1_sym(F, ti.astype(np.intp), tj.astype(np.intp), tile, 512, out)
         expected = cdist(F.astype(np.float64), F.astype(np.float64), "cityblock")
-        np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+        if dtype == np.float64:
+            np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+        else:
+            # float32 differences summed in float32 runs of at most _LOWP_RUN terms: each term
+            # and each partial sum rounds once (u = 2**-24), so the error is at most
+            # (_LOWP_RUN + 1) u times the exact sum (plus float64 rounding)
+            bound = (kernels._LOWP_RUN + 1) * 2.0**-24 * expected + 1e-13
+            assert np.all(np.abs(out - expected) <= bound)
 
 
 def test_folder_mean_kernels(rng):
@@ -292,6 +341,19 @@ def test_dual_affinity_closed_form():
     zero_median = np.zeros((3, 3))
     zero_median[0, 1] = zero_median[1, 0] = 3.0
     np.testing.assert_allclose(dual_affinity(zero_median), np.exp(-zero_median))
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 7, 10, 33, 200])
+def test_symmetric_dual_affinity_equals_the_full_median(rng, m):
+    from skorg.metrics._emd import _symmetric_dual_affinity
+
+    for values in (rng.uniform(0, 5, (m, m)), rng.integers(0, 3, (m, m)).astype(float)):
+        d = np.triu(values, 1)
+        d = d + d.T  # symmetric, zero diagonal, many ties in the integer case
+        for epsilon in (1.0, 0.3):
+            np.testing.assert_array_equal(
+                _symmetric_dual_affinity(d, epsilon), dual_affinity(d, epsilon=epsilon)
+            )
 
 
 # --------------------------------------------------------------------------- validation

@@ -89,6 +89,14 @@ def test_deterministic_and_float32(band):
     assert all(x == y for x, y in zip(a.trees_, b.trees_))
     c = QuestionnaireOrganizer(n_iter=1).fit(band.X.astype(np.float32))
     assert c.transform(band.X.astype(np.float32)).dtype == np.float32
+    # float32 tree EMD: distances within the float32 error bound, the same trees here
+    d = QuestionnaireOrganizer(n_iter=2, emd_dtype="float32").fit(band.X)
+    e = QuestionnaireOrganizer(n_iter=2).fit(band.X)
+    assert all(x.same_partitions(y) for x, y in zip(d.trees_, e.trees_))
+    for x, y in zip(d.distances_, e.distances_):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6 * np.abs(y).max())
+    with pytest.raises(ValueError, match="emd_dtype"):
+        QuestionnaireOrganizer(emd_dtype="half").fit(band.X)
 
 
 def test_bad_input_messages():

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from skorg.metrics import cosine_affinity, order_spearman
+from skorg.metrics import cosine_affinity, multi_tree_emd, order_spearman
 from skorg.organize import questionnaire
 from tests.conftest import ref_tree
 
@@ -48,6 +48,24 @@ def test_reference_3d_heads_schedule(reference):
             assert got[(k, axis)].same_partitions(expected), (k, axis)
     for axis in range(3):
         np.testing.assert_allclose(res.affinities[axis], data[f"axis{axis}_aff"], rtol=1e-10)
+    # the last axis is rebuilt from the unchanged initial trees: computed once, reused
+    initial = [got[(0, 0)], got[(0, 1)], None]
+    np.testing.assert_array_equal(res.distances[2], multi_tree_emd(data["X"], initial, axis=2))
+    assert all(got[(k, 2)] is got[(1, 2)] for k in (2, 3))
+
+
+def test_float32_emd_keeps_the_reference_3d_trees(reference):
+    data = reference("quest3d")
+    res64 = questionnaire(data["X"], preset="paper_3d_heads", schedule="reference_3d")
+    res32 = questionnaire(
+        data["X"], preset="paper_3d_heads", schedule="reference_3d", emd_dtype="float32"
+    )
+    got64, got32 = trees_by_iteration(res64), trees_by_iteration(res32)
+    assert got32.keys() == got64.keys()
+    assert all(got32[key].same_partitions(got64[key]) for key in got64)
+    for d32, d64 in zip(res32.distances, res64.distances):
+        assert d32.dtype == np.float64
+        np.testing.assert_allclose(d32, d64, rtol=1e-5, atol=1e-6 * np.abs(d64).max())
 
 
 def test_corrected_3d_schedule_uses_latest_trees(reference):
@@ -111,6 +129,8 @@ def test_parameter_errors():
         questionnaire(np.ones(4))
     with pytest.raises(ValueError, match="NaN"):
         questionnaire(np.full((3, 3), np.nan))
+    with pytest.raises(ValueError, match="emd_dtype"):
+        questionnaire(X, emd_dtype="float16")
 
 
 def test_degenerate_data_works():

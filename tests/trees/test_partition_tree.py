@@ -63,6 +63,54 @@ def test_from_levels_rejects_non_nested_and_non_contiguous():
         PartitionTree.from_levels([[0.5, 0.5], [0, 1]])
 
 
+def _bounds_oracle(levels, leaf_order):
+    """Folder starts per level: the positions where the label changes along leaf_order."""
+    out = []
+    for row in np.asarray(levels)[:, leaf_order]:
+        out.append([p for p in range(row.shape[0]) if p == 0 or row[p] != row[p - 1]])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_from_valid_levels_equals_from_levels(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    levels = random_levels(rng, n, int(rng.integers(2, 6)))
+    # a depth-first order that visits the folders of every level in a random order
+    keys = [rng.permutation(row.max() + 1)[row] for row in levels]
+    order = np.lexsort(keys[::-1])
+    checked = PartitionTree.from_levels(levels, leaf_order=order)
+    fast = PartitionTree._from_valid_levels(levels, order)
+    for tree in (checked, fast):
+        np.testing.assert_array_equal(tree.leaf_order, order)
+        bounds = [tree.start[tree.level_nodes(lvl)].tolist() for lvl in range(tree.n_levels)]
+        assert bounds == _bounds_oracle(levels, order)
+    for name in ("start", "end", "size", "level", "parent", "child_ptr", "level_ptr"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(checked, name))
+    # the unchecked constructor agrees with the checked one and freezes its arrays too
+    assert fast == PartitionTree(order, bounds)
+    assert not fast.start.flags.writeable and not fast.leaf_position.flags.writeable
+
+
+def test_from_levels_error_cases():
+    # a label in two runs of the leaf order, on a lower level than a refinement error
+    with pytest.raises(ValueError, match="Folders of level 1 are not contiguous"):
+        PartitionTree.from_levels([[0, 0, 0, 0], [5, 7, 5, 7], [0, 1, 2, 3]], [0, 1, 2, 3])
+    # contiguous everywhere, yet a folder straddles two parents
+    with pytest.raises(ValueError, match="Level 2 does not refine level 1"):
+        PartitionTree.from_levels([[0] * 4, [0, 0, 1, 1], [3, 9, 9, 4], [0, 1, 2, 3]], range(4))
+    with pytest.raises(ValueError, match="permutation"):
+        PartitionTree.from_levels([[0, 0, 0], [0, 1, 2]], leaf_order=[0, 1])
+    with pytest.raises(ValueError, match="2-D"):
+        PartitionTree.from_levels([0, 1, 2])
+    with pytest.raises(ValueError, match="at least one point"):
+        PartitionTree.from_levels(np.zeros((2, 0), dtype=int))
+    # arbitrary (negative, sparse) labels are fine
+    tree = PartitionTree.from_levels([[-4, -4, -4], [9, -1, 9], [0, 5, 2]])
+    assert tree.same_partitions(PartitionTree.from_levels([[0, 0, 0], [0, 1, 0], [0, 1, 2]]))
+    assert PartitionTree.from_levels([[3]]).n_levels == 1
+
+
 def test_pickle_equality_and_hash():
     tree = dyadic_tree(np.array([3, 1, 0, 2, 4]))
     clone = pickle.loads(pickle.dumps(tree))
@@ -77,6 +125,13 @@ def test_same_partitions_ignores_children_order():
     assert a != b and a.same_partitions(b)
     c = PartitionTree.from_levels([[0] * 4, [0, 1, 1, 0], [0, 1, 2, 3]])
     assert not a.same_partitions(c)
+    # the same folder sizes on every level, grouped differently further down
+    d = PartitionTree.from_levels([[0] * 6, [0, 0, 0, 1, 1, 1], [0, 0, 1, 2, 2, 3], range(6)])
+    e = PartitionTree.from_levels([[0] * 6, [0, 0, 0, 1, 1, 1], [0, 1, 1, 2, 2, 3], range(6)])
+    f = PartitionTree.from_levels([[0] * 6, [1, 1, 1, 0, 0, 0], [5, 5, 4, 3, 3, 2], range(6)])
+    assert not d.same_partitions(e) and d.same_partitions(f) and e.same_partitions(e)
+    assert d.same_partitions(dyadic_tree(6)) and not e.same_partitions(dyadic_tree(6))
+    assert not d.same_partitions(dyadic_tree(5))
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 8, 13])
