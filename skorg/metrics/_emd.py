@@ -473,7 +473,8 @@ def multi_tree_emd(
     n_jobs : int, optional
         Number of numba threads; None uses numba's current setting.
     working_memory : float, optional
-        With three or more trees: bound, in MiB, on the feature blocks held at once; None
+        With three or more trees (or two, when ``64 * n_axis**2`` bytes exceed it): bound, in
+        MiB, on the feature blocks held at once; None
         takes scikit-learn's ``working_memory`` setting (1024 by default). The full feature
         matrix has ``n_axis * prod(|T_i|)`` entries; it is built and consumed in chunks of
         folders of the first tree, each feature once, beside one copy of X with ``axis`` moved
@@ -562,7 +563,10 @@ def _multi_tree_emd(
         plans[a + 1 if a < axis else a] = plan  # axis numbers of moveaxis(X, axis, 0)
     memory = _working_memory(working_memory)
     with _numba_threads(n_jobs):
-        if len(plans) == 2:
+        # the two-tree kernel holds _N_GROUPS (m, m) accumulators: for very long compared axes
+        # that would pass the memory bound, and the chunked path below takes over
+        m = X.shape[axis]
+        if len(plans) == 2 and _N_GROUPS * m * m * 8 <= memory * 2**20:
             D = _emd_two_trees(X, axis, plans[1], plans[2], dtype)
         else:
             # one copy of X with the compared axis first: contiguous slices, no transposed

@@ -217,6 +217,17 @@ def test_two_tree_kernel_threads_and_blocks_do_not_change_the_sums(rng):
     assert np.all(np.diag(one) == 0) and np.array_equal(one, one.T)
 
 
+def test_two_tree_emd_long_axis_takes_the_chunked_path(rng):
+    # 8 accumulators of 60 x 60 doubles are 0.22 MiB: below that bound the chunked path runs
+    X = rng.standard_normal((9, 7, 60))
+    trees = [random_tree(9, rng), random_tree(7, rng), None]
+    fused = multi_tree_emd(X, trees, alphas=0.5)
+    chunked = multi_tree_emd(X, trees, alphas=0.5, working_memory=0.2)
+    np.testing.assert_allclose(chunked, fused, rtol=1e-13)
+    expected = brute_multi_tree_emd(X, trees, 2, [0.5] * 3, [1.0] * 3)
+    np.testing.assert_allclose(chunked, expected, rtol=1e-12)
+
+
 def test_two_tree_emd_of_identical_slices_is_zero(rng):
     X = rng.standard_normal((20, 18, 6))
     X[:, :, 4] = X[:, :, 1]
