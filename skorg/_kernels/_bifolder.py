@@ -109,13 +109,14 @@ def _block_features(P, start1, end1, scale1, f_lo, f_hi, start2, end2, scale2, Q
 
 
 @numba.njit(fastmath=True, cache=True)
-def _group_range(
-    P, start1, end1, scale1, start2, end2, scale2, block_bounds, b_lo, b_hi, tile, buf, acc
-):
-    """Add the pairwise L1 sums of the feature blocks ``b_lo:b_hi`` to ``acc`` (upper
-    triangle, ``j > i``)."""
+def _group(P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, a, bufs, accs):
+    """Add the pairwise L1 sums of feature-block group ``a`` to ``accs[a]`` (upper
+    triangle, ``j > i``), block by block, with scratch ``bufs[a]``."""
     m = P.shape[2]
     k2 = start2.shape[0]
+    buf = bufs[a]
+    acc = accs[a]
+    b_lo, b_hi = _split(block_bounds.shape[0] - 1, accs.shape[0], a)
     Q = np.empty((P.shape[1] + 1, m), dtype=np.float64)
     n_tiles = (m + tile - 1) // tile
     for b in range(b_lo, b_hi):
@@ -128,14 +129,13 @@ def _group_range(
         for t in range(m):
             for c in range(width, padded):
                 buf[t, c] = 0.0
-        width = padded
         for ti in range(n_tiles):
             i0 = ti * tile
             i1 = min(i0 + tile, m)
             for tj in range(ti, n_tiles):
                 j0 = tj * tile
                 j1 = min(j0 + tile, m)
-                _tile_chunk(buf, i0, i1, j0, j1, 0, width, acc[i0:i1, j0:j1], ti == tj)
+                _tile_chunk(buf, i0, i1, j0, j1, 0, padded, acc[i0:i1, j0:j1], ti == tj)
 
 
 @numba.njit(parallel=True, cache=True)
@@ -147,25 +147,8 @@ def bifolder_l1(P, start1, end1, scale1, start2, end2, scale2, block_bounds, til
     ``a`` summed into ``accs[a]`` (upper triangle) with scratch ``bufs[a]``. The caller adds
     the groups in order.
     """
-    n_groups = accs.shape[0]
-    n_blocks = block_bounds.shape[0] - 1
-    for a in prange(n_groups):
-        b_lo, b_hi = _split(n_blocks, n_groups, a)
-        _group_range(
-            P,
-            start1,
-            end1,
-            scale1,
-            start2,
-            end2,
-            scale2,
-            block_bounds,
-            b_lo,
-            b_hi,
-            tile,
-            bufs[a],
-            accs[a],
-        )
+    for a in prange(accs.shape[0]):
+        _group(P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, a, bufs, accs)
 
 
 @numba.njit(cache=True)
@@ -173,22 +156,5 @@ def bifolder_l1_serial(
     P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, bufs, accs
 ):
     """:func:`bifolder_l1` without a parallel region (same sums, same order)."""
-    n_groups = accs.shape[0]
-    n_blocks = block_bounds.shape[0] - 1
-    for a in range(n_groups):
-        b_lo, b_hi = _split(n_blocks, n_groups, a)
-        _group_range(
-            P,
-            start1,
-            end1,
-            scale1,
-            start2,
-            end2,
-            scale2,
-            block_bounds,
-            b_lo,
-            b_hi,
-            tile,
-            bufs[a],
-            accs[a],
-        )
+    for a in range(accs.shape[0]):
+        _group(P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, a, bufs, accs)
