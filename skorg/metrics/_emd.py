@@ -474,8 +474,8 @@ def multi_tree_emd(
         Number of numba threads; None uses numba's current setting.
     working_memory : float, optional
         With three or more trees (or two, when ``64 * n_axis**2`` bytes exceed it): bound, in
-        MiB, on the feature blocks held at once; None
-        takes scikit-learn's ``working_memory`` setting (1024 by default). The full feature
+        MiB, on the feature blocks held at once; None takes scikit-learn's
+        ``working_memory`` setting (1024 by default). The full feature
         matrix has ``n_axis * prod(|T_i|)`` entries; it is built and consumed in chunks of
         folders of the first tree, each feature once, beside one copy of X with ``axis`` moved
         first. With two trees (a 3-tensor) the features are never stored: blocks of a few
@@ -615,14 +615,12 @@ def dual_affinity(d, *, epsilon=1.0):
     epsilon = _check_real(epsilon, "epsilon")
     if epsilon <= 0:
         raise ValueError(f"epsilon must be positive, got {epsilon}.")
-    med = float(np.median(d))
-    return _exp_affinity(d, epsilon, med)
+    return np.exp(-d / _dual_scale(epsilon, float(np.median(d))))
 
 
-def _exp_affinity(d, epsilon, med):
-    if med == 0:
-        med = 1.0
-    return np.exp(-d / (epsilon * med))
+def _dual_scale(epsilon, med):
+    """The dual affinity's bandwidth: ``epsilon * median``, with a zero median read as 1."""
+    return epsilon * (med if med != 0 else 1.0)
 
 
 def _symmetric_dual_affinity(d, epsilon):
@@ -631,18 +629,16 @@ def _symmetric_dual_affinity(d, epsilon):
     Sorted, the m^2 entries are the m diagonal zeros followed by every upper-triangle value
     twice, so the median needs a partition of the triangle alone.
     """
+    from ..trees._flexible import _order_statistics
+
     m = d.shape[0]
     total = m * m
     ranks = [total // 2] if total % 2 else [total // 2 - 1, total // 2]
-    from ..trees._flexible import _order_statistics
-
     picks = sorted({(r - m) // 2 for r in ranks if r >= m})
     tri = _k.upper_triangle(d)
     # the selection may reorder its input: give it a copy, tri is needed in row order below
     found = dict(zip(picks, _order_statistics(tri.copy(), picks))) if picks else {}
     values = [found[(r - m) // 2] if r >= m else 0.0 for r in ranks]
-    med = sum(values) / len(values)
-    if med == 0:
-        med = 1.0
-    # the same elementwise expression as _exp_affinity, on the triangle only, then mirrored
-    return _k.symmetric_from_upper(np.exp(-tri / (epsilon * med)), m, 1.0)
+    scale = _dual_scale(epsilon, sum(values) / len(values))
+    # the same elementwise expression as dual_affinity, on the triangle only, then mirrored
+    return _k.symmetric_from_upper(np.exp(-tri / scale), m, 1.0)

@@ -264,7 +264,7 @@ def questionnaire(
     for axis in init_axes:
         initial(axis)
     initial_trees = list(trees)
-    memo = {}
+    from_initial = {}  # axis -> (d, A, tree) built from the initial trees ("reference_3d")
 
     def rebuild(axis, source_trees, iteration):
         others = [t if a != axis else None for a, t in enumerate(source_trees)]
@@ -276,17 +276,17 @@ def questionnaire(
             distances[axis], affinities[axis] = d, A
             record(iteration, axis, tree)
             return
-        key = (axis, tuple(id(t) for t in source_trees))
-        if key in memo:  # "reference_3d" rebuilds the last axis from unchanged trees
-            d, A, tree = memo[key]
+        reuse = source_trees is initial_trees
+        if reuse and axis in from_initial:  # the same inputs as in an earlier sweep
+            d, A, tree = from_initial[axis]
         else:
             d = _multi_tree_emd(
                 X, others, axis, alphas, betas, False, None, feature_dtype, n_jobs, None
             )
             A = _symmetric_dual_affinity(d, epsilons[axis])
             tree = flexible_tree(A, tree_constant=constants[axis], check_input=False)
-            if source_trees is initial_trees:
-                memo[key] = d, A, tree
+            if reuse:
+                from_initial[axis] = d, A, tree
         distances[axis] = d
         affinities[axis] = A
         record(iteration, axis, tree)
