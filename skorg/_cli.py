@@ -41,7 +41,7 @@ def _write(report, args, outputs=None):
         raise UsageError(f"cannot write the report to {folder}: {exc.strerror or exc}") from exc
     print("\n".join(f"- {line}" for line in report.summary))
     if not report.has_figures():
-        from .report._html import PLOT_HINT
+        from .report import PLOT_HINT
 
         print(f"(no figures: {PLOT_HINT})")
     print(f"report written to {path}")
@@ -155,9 +155,7 @@ def _paraproduct(args):
 
     extra, label = [], ""
     if args.model.lower() != "none":
-        from .report import read_sentences
-        from .report._attention import real_head_rows
-        from .report._errors import MissingExtraError, require_attention
+        from .report import MissingExtraError, read_sentences, real_head_rows, require_attention
 
         try:
             require_attention(minilm=args.model.lower() in ("minilm",))

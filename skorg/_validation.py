@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 
-__all__ = ["check_finite_array", "check_tree_for_axis"]
+__all__ = ["check_finite_array", "check_int_seed", "check_tree_for_axis"]
 
 
 def check_finite_array(
@@ -64,9 +66,11 @@ def check_finite_array(
 
 def check_tree_for_axis(tree, n, name="tree", axis_name="rows"):
     """Check that ``tree`` is a PartitionTree on exactly ``n`` points."""
-    from .trees import PartitionTree
-
-    if not isinstance(tree, PartitionTree):
+    # duck-typed on the class name so that this bottom layer does not import skorg.trees
+    if not any(
+        c.__name__ == "PartitionTree" and c.__module__.startswith("skorg.trees")
+        for c in type(tree).__mro__
+    ):
         raise TypeError(f"{name} must be a skorg.trees.PartitionTree, got {type(tree).__name__}.")
     if tree.n_points != n:
         raise ValueError(
@@ -74,3 +78,14 @@ def check_tree_for_axis(tree, n, name="tree", axis_name="rows"):
             "the tree must have one leaf per entry of that axis."
         )
     return tree
+
+
+def check_int_seed(random_state):
+    """An integer seed: None means 0, so that paths that need one are deterministic by default."""
+    if random_state is None:
+        return 0
+    if isinstance(random_state, Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    from sklearn.utils import check_random_state
+
+    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))

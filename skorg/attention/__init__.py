@@ -49,3 +49,10 @@ __all__ = [
     "ranking_stability",
     "stdlib_sentences",
 ]
+
+# Model setups for the report's attention section (the layer above); not documented API.
+from ._setups import accuracy_metric as accuracy_metric
+from ._setups import embedding_similarity_metric as embedding_similarity_metric
+from ._setups import load_minilm as load_minilm
+from ._setups import mean_pooled_embedding as mean_pooled_embedding
+from ._setups import train_digits_vit as train_digits_vit

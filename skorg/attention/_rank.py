@@ -29,7 +29,7 @@ PRUNE_FIRST = {
 
 
 def _default_organize(X):
-    from skorg import QuestionnaireOrganizer
+    from ..organize import QuestionnaireOrganizer
 
     return QuestionnaireOrganizer(preset="paper_3d_heads").fit(X).trees_
 

@@ -1,18 +1,30 @@
-"""Affinities, the diffusion embedding and tree earth mover's distances."""
+"""Tree earth mover's distances and ordering criteria.
 
-from ._affinity import (
+The affinities and the diffusion embedding live in :mod:`skorg.graphs` (the layer below the
+trees); they are re-exported here so that ``from skorg.metrics import cosine_affinity`` keeps
+working.
+"""
+
+from ..graphs import (
     affinity_matrix,
     correlation_affinity,
     cosine_affinity,
+    diffusion_eigenpairs,
+    diffusion_embedding,
     gaussian_affinity,
+    knn_affinity,
+    knn_indices,
+    landmark_diffusion_eigenpairs,
+    sparse_diffusion_eigenpairs,
 )
-from ._diffusion import diffusion_eigenpairs, diffusion_embedding
+
+# Unchecked cores for the organizer (the layer above), which validates once; not documented API.
+from ._emd import _multi_tree_emd as multi_tree_emd_core  # noqa: F401
+from ._emd import _symmetric_dual_affinity as symmetric_dual_affinity_core  # noqa: F401
 from ._emd import dual_affinity, multi_tree_emd, tree_emd, tree_emd_features
 from ._emd_blocks import pairwise_tree_emd
-from ._knn import knn_affinity, knn_indices, knn_tree_emd_affinity, tree_emd_embedding
-from ._landmarks import landmark_diffusion_eigenpairs
+from ._knn_emd import knn_tree_emd_affinity, tree_emd_embedding
 from ._ordering_quality import neumann_stress, order_spearman
-from ._sparse_diffusion import sparse_diffusion_eigenpairs
 
 __all__ = [
     "affinity_matrix",

@@ -10,6 +10,7 @@ import numpy as np
 
 from .._kernels import _bifolder as _kb
 from .._kernels import _emd as _k
+from .._selection import order_statistics
 from .._validation import check_finite_array, check_tree_for_axis
 
 __all__ = ["dual_affinity", "multi_tree_emd", "tree_emd", "tree_emd_features"]
@@ -629,15 +630,13 @@ def _symmetric_dual_affinity(d, epsilon):
     Sorted, the m^2 entries are the m diagonal zeros followed by every upper-triangle value
     twice, so the median needs a partition of the triangle alone.
     """
-    from ..trees._flexible import _order_statistics
-
     m = d.shape[0]
     total = m * m
     ranks = [total // 2] if total % 2 else [total // 2 - 1, total // 2]
     picks = sorted({(r - m) // 2 for r in ranks if r >= m})
     tri = _k.upper_triangle(d)
     # the selection may reorder its input: give it a copy, tri is needed in row order below
-    found = dict(zip(picks, _order_statistics(tri.copy(), picks))) if picks else {}
+    found = dict(zip(picks, order_statistics(tri.copy(), picks))) if picks else {}
     values = [found[(r - m) // 2] if r >= m else 0.0 for r in ranks]
     scale = _dual_scale(epsilon, sum(values) / len(values))
     # the same elementwise expression as dual_affinity, on the triangle only, then mirrored

@@ -57,7 +57,7 @@ def pairwise_tree_emd(
     from joblib import Parallel, delayed
 
     from ._emd import _working_memory
-    from ._knn import tree_emd_embedding
+    from ._knn_emd import tree_emd_embedding
 
     F = tree_emd_embedding(
         X, trees, axis=axis, alphas=alphas, betas=betas,

@@ -64,7 +64,7 @@ def assign_to_tree(
     """
     from sklearn.neighbors import NearestNeighbors
 
-    from ..metrics._knn import tree_emd_embedding
+    from ..metrics import tree_emd_embedding
 
     X_train = check_finite_array(X_train, "X_train", min_ndim=2, min_rows=1, dtype=None)
     X_new = check_finite_array(X_new, "X_new", min_ndim=2, min_rows=1, dtype=None)

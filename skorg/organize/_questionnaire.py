@@ -174,7 +174,7 @@ def questionnaire(
         Threads for the distance kernels.
     affinity_mode : {"auto", "dense", "sparse"}, default="auto"
         ``"sparse"`` builds every axis from a k-nearest-neighbour affinity
-        (:func:`~skorg.metrics.knn_affinity`, :func:`~skorg.metrics.knn_tree_emd_affinity`)
+        (:func:`~skorg.graphs.knn_affinity`, :func:`~skorg.metrics.knn_tree_emd_affinity`)
         and :func:`~skorg.trees.sparse_flexible_tree`: O(m k) memory instead of O(m^2),
         float32 features; its distances and affinities are sparse matrices and its order is
         the tree's leaf order. ``"auto"`` takes it for axes longer than 10,000.
@@ -204,7 +204,7 @@ def questionnaire(
     >>> [t.n_points for t in res.trees]
     [24, 24]
     """
-    from ..metrics._emd import _multi_tree_emd, _symmetric_dual_affinity
+    from ..metrics import multi_tree_emd_core, symmetric_dual_affinity_core
 
     p = resolve_params(
         preset,
@@ -280,10 +280,10 @@ def questionnaire(
         if reuse and axis in from_initial:  # the same inputs as in an earlier sweep
             d, A, tree = from_initial[axis]
         else:
-            d = _multi_tree_emd(
+            d = multi_tree_emd_core(
                 X, others, axis, alphas, betas, False, None, feature_dtype, n_jobs, None
             )
-            A = _symmetric_dual_affinity(d, epsilons[axis])
+            A = symmetric_dual_affinity_core(d, epsilons[axis])
             tree = flexible_tree(A, tree_constant=constants[axis], check_input=False)
             if reuse:
                 from_initial[axis] = d, A, tree

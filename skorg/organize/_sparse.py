@@ -6,6 +6,8 @@ from numbers import Integral
 
 import numpy as np
 
+from .._validation import check_int_seed
+
 __all__ = ["AFFINITY_MODES", "SPARSE_MIN_POINTS", "sparse_axes", "sparse_initial", "sparse_rebuild"]
 
 AFFINITY_MODES = ("auto", "dense", "sparse")
@@ -35,10 +37,10 @@ N_LANDMARKS = 500
 
 def sparse_initial(Xa, kind, params, tree_constant, n_neighbors, random_state, n_jobs):
     """Initial kNN graph, landmark eigenpairs and tree of the rows of the unfolding ``Xa``."""
-    from ..metrics._knn import _seed, knn_affinity
-    from ..metrics._landmarks import (
+    from ..graphs import (
         choose_landmarks,
         cosine_columns,
+        knn_affinity,
         landmark_diffusion_eigenpairs,
     )
     from ..trees import sparse_flexible_tree
@@ -57,7 +59,7 @@ def sparse_initial(Xa, kind, params, tree_constant, n_neighbors, random_state, n
         Xa.astype(np.float32), kind=kind, n_neighbors=n_neighbors, random_state=random_state,
         n_jobs=n_jobs, **params,
     )  # fmt: skip
-    rng = np.random.default_rng(_seed(random_state))
+    rng = np.random.default_rng(check_int_seed(random_state))
     landmarks = choose_landmarks(Xa.shape[0], N_LANDMARKS, rng)
     C = cosine_columns(Xa, landmarks, kind=kind, **params)
     eig = landmark_diffusion_eigenpairs(C, landmarks, 12)
@@ -72,19 +74,20 @@ def sparse_rebuild(
     X, others, axis, alphas, betas, epsilon, tree_constant, n_neighbors, random_state, n_jobs
 ):
     """kNN tree EMD graph, landmark eigenpairs of the dual affinity, and the tree of one axis."""
-    from ..metrics._knn import _knn_l1_affinity, _seed, tree_emd_embedding
-    from ..metrics._landmarks import (
+    from ..graphs import (
         choose_landmarks,
+        knn_l1_affinity,
         l1_kernel_columns,
         landmark_diffusion_eigenpairs,
     )
+    from ..metrics import tree_emd_embedding
     from ..trees import sparse_flexible_tree
 
     F = tree_emd_embedding(
         X, others, axis=axis, alphas=alphas, betas=betas, dtype=np.float32, n_jobs=n_jobs
     )
-    d, A, med = _knn_l1_affinity(F, epsilon, n_neighbors, "auto", random_state, n_jobs)
-    rng = np.random.default_rng(_seed(random_state) + 1)
+    d, A, med = knn_l1_affinity(F, epsilon, n_neighbors, "auto", random_state, n_jobs)
+    rng = np.random.default_rng(check_int_seed(random_state) + 1)
     landmarks = choose_landmarks(F.shape[0], N_LANDMARKS, rng)
     C = l1_kernel_columns(F, landmarks, epsilon * med)
     del F

@@ -43,3 +43,7 @@ __all__ = [
     "synthetic_comparison",
     "verdict_rows",
 ]
+
+# Building blocks of the command line (skorg._cli); not documented API.
+from ._attention import real_head_rows as real_head_rows
+from ._html import PLOT_HINT as PLOT_HINT

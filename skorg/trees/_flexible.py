@@ -6,7 +6,8 @@ from numbers import Real
 
 import numpy as np
 
-from .._kernels._flexible import join_round, round_distances, split_window
+from .._kernels._flexible import join_round, round_distances
+from .._selection import order_statistics
 from ._partition_tree import PartitionTree
 
 __all__ = ["flexible_tree"]
@@ -45,7 +46,7 @@ def flexible_tree(
 
     Notes
     -----
-    With psi, lambda from :func:`~skorg.metrics.diffusion_eigenpairs`
+    With psi, lambda from :func:`~skorg.graphs.diffusion_eigenpairs`
     (largest ``|lambda|``), round r = 0, 1, ... uses diffusion time
     ``t = 2**r``, the distance ``D_t[i, j] = ||(psi_i - psi_j) * lambda**t||``
     averaged over the points of two current nodes, and this join rule:
@@ -73,8 +74,7 @@ def flexible_tree(
     >>> tree.n_points, int(tree.level_sizes()[0])
     (20, 1)
     """
-    from ..metrics._affinity import check_affinity
-    from ..metrics._diffusion import diffusion_eigenpairs
+    from ..graphs import check_affinity, diffusion_eigenpairs
 
     A = check_affinity(affinity) if check_input else np.asarray(affinity, dtype=np.float64)
     if not (isinstance(tree_constant, Real) and np.isfinite(tree_constant) and tree_constant > 0):
@@ -154,42 +154,12 @@ def _symmetric_median(tri, m):
     half = (m * m) // 2
     ranks = [half] if (m * m) % 2 else [half - 1, half]
     picks = sorted({r // 2 for r in ranks if r < 2 * n_tri})
-    found = dict(zip(picks, _order_statistics(tri, picks))) if picks else {}
+    found = dict(zip(picks, order_statistics(tri, picks))) if picks else {}
     values = [found[r // 2] if r < 2 * n_tri else np.inf for r in ranks]
     if len(values) == 1:
         return values[0]
     lo, hi = values
     return hi if np.isinf(hi) else 0.5 * (lo + hi)
-
-
-# Sample size of the selection in _order_statistics, and the smallest input it is used on.
-_SELECT_SAMPLE = 1024
-_SELECT_MIN = 8 * _SELECT_SAMPLE
-
-
-def _order_statistics(x, ranks):
-    """The values of the given ranks (sorted, 0-based) of x; x may be reordered.
-
-    On large inputs, a strided sample brackets the ranks with two of its order statistics
-    (four standard deviations of the sample rank to spare each side), one pass keeps the
-    entries between them, and the selection runs on those alone; when the bracket misses
-    (it is checked by counting), on everything. The values are exact either way.
-    """
-    n = x.shape[0]
-    if n >= _SELECT_MIN:
-        sample = x[:: n // _SELECT_SAMPLE]
-        s = sample.shape[0]
-        spare = int(2.0 * np.sqrt(s)) + 1
-        lo = max(ranks[0] * s // n - spare, 0)
-        hi = min(ranks[-1] * s // n + spare, s - 1)
-        bracket = np.partition(sample, [lo, hi])
-        below, inside = split_window(x, bracket[lo], bracket[hi])
-        if below <= ranks[0] and ranks[-1] < below + inside.shape[0]:
-            local = [r - below for r in ranks]
-            inside.partition(local)
-            return [float(inside[r]) for r in local]
-    x.partition(ranks)
-    return [float(x[r]) for r in ranks]
 
 
 def _ordered_tree(levels, psi1):

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from .._kernels._flexible import join_round
 from .._kernels._sparse import folder_pair_means, sparse_join_round
+from .._validation import check_int_seed
 from ._flexible import _median, _ordered_tree, _scaled_embedding
 from ._partition_tree import PartitionTree
 
@@ -35,7 +36,7 @@ def sparse_flexible_tree(
     Parameters
     ----------
     affinity : sparse matrix of shape (n_points, n_points)
-        Symmetric, non-negative (e.g. :func:`~skorg.metrics.knn_affinity`). Its non-zero
+        Symmetric, non-negative (e.g. :func:`~skorg.graphs.knn_affinity`). Its non-zero
         pattern is the graph whose edges link folders.
     tree_constant : float, default=1.0
     n_eigs : int, default=12
@@ -46,7 +47,7 @@ def sparse_flexible_tree(
         Seed of the folder subsets and of the median's pair sample (None: 0).
     eigenpairs : tuple (psi, eigenvalues), optional
         Diffusion eigenpairs to use instead of those of ``affinity`` (e.g. from
-        :func:`~skorg.metrics.landmark_diffusion_eigenpairs`, which keep the geometry of a
+        :func:`~skorg.graphs.landmark_diffusion_eigenpairs`, which keep the geometry of a
         dense kernel); ``affinity`` then only supplies the candidate pairs.
     return_embedding : bool, default=False
 
@@ -65,7 +66,7 @@ def sparse_flexible_tree(
     points (exact for smaller folders); the median of all m^2 folder distances (diagonal
     ``+inf``) is the matching quantile of 4,096 random folder pairs. Once at most 256 folders
     remain, every pair is compared and the dense kernel runs. The eigenpairs come from
-    :func:`~skorg.metrics.sparse_diffusion_eigenpairs`.
+    :func:`~skorg.graphs.sparse_diffusion_eigenpairs`.
 
     Examples
     --------
@@ -76,10 +77,9 @@ def sparse_flexible_tree(
     >>> sparse_flexible_tree(sp.csr_matrix(A)).same_partitions(flexible_tree(A))
     True
     """
-    from ..metrics._knn import _seed
-    from ..metrics._sparse_diffusion import _check_sparse_affinity, sparse_diffusion_eigenpairs
+    from ..graphs import check_sparse_affinity, sparse_diffusion_eigenpairs
 
-    A = _check_sparse_affinity(affinity)
+    A = check_sparse_affinity(affinity)
     if not (isinstance(tree_constant, Real) and np.isfinite(tree_constant) and tree_constant > 0):
         raise ValueError(f"tree_constant must be a positive number, got {tree_constant!r}.")
     if isinstance(sample_size, bool) or not isinstance(sample_size, Integral) or sample_size < 1:
@@ -98,7 +98,7 @@ def sparse_flexible_tree(
                 f"{psi.shape} and {lam.shape}."
             )
     graph = sp.triu(A, k=1, format="coo")
-    rng = np.random.default_rng(_seed(random_state))
+    rng = np.random.default_rng(check_int_seed(random_state))
     levels = _join_levels(
         psi,
         lam,

@@ -6,13 +6,13 @@ from sklearn.metrics import adjusted_rand_score
 
 from skorg._kernels._flexible import join_round
 from skorg._kernels._sparse import sparse_join_round
+from skorg.graphs import choose_landmarks, cosine_columns
 from skorg.metrics import (
     cosine_affinity,
     diffusion_eigenpairs,
     knn_affinity,
     landmark_diffusion_eigenpairs,
 )
-from skorg.metrics._landmarks import choose_landmarks, cosine_columns
 from skorg.trees import flexible_tree, sparse_flexible_tree
 
 

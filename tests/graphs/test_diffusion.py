@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from skorg._kernels._flexible import deflate_symmetrize, divide_by_outer
+from skorg.graphs._diffusion import _symmetric_markov
 from skorg.metrics import diffusion_eigenpairs, diffusion_embedding
-from skorg.metrics._diffusion import _symmetric_markov
 
 
 def test_reference_markov_eigenpairs(reference):

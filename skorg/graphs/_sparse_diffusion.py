@@ -17,7 +17,7 @@ __all__ = ["sparse_diffusion_eigenpairs"]
 _DENSE_MAX = 512
 
 
-def _check_sparse_affinity(A):
+def check_sparse_affinity(A):
     if not sp.issparse(A):
         A = sp.csr_matrix(np.asarray(A, dtype=np.float64))
     A = sp.csr_matrix(A, dtype=np.float64)
@@ -75,7 +75,7 @@ def sparse_diffusion_eigenpairs(affinity, n_eigs=12, *, density_normalize=True, 
     >>> bool(np.allclose(psi, diffusion_eigenpairs(A, 3)[0]))
     True
     """
-    A = _check_sparse_affinity(affinity)
+    A = check_sparse_affinity(affinity)
     n = A.shape[0]
     if isinstance(n_eigs, bool) or not isinstance(n_eigs, Integral) or n_eigs < 1:
         raise ValueError(f"n_eigs must be a positive integer, got {n_eigs!r}.")
