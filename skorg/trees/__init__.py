@@ -2,7 +2,18 @@
 
 from ._builders import dyadic_tree, linkage_tree
 from ._flexible import flexible_tree
+from ._hierarchical import TREE_METHODS, bisection_tree, build_tree, hierarchical_tree
 from ._partition_tree import PartitionTree
 from ._sparse_flexible import sparse_flexible_tree
 
-__all__ = ["PartitionTree", "dyadic_tree", "flexible_tree", "linkage_tree", "sparse_flexible_tree"]
+__all__ = [
+    "TREE_METHODS",
+    "PartitionTree",
+    "bisection_tree",
+    "build_tree",
+    "dyadic_tree",
+    "flexible_tree",
+    "hierarchical_tree",
+    "linkage_tree",
+    "sparse_flexible_tree",
+]
