@@ -9,8 +9,9 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..trees import TREE_METHODS
 from ._ordering import ORDERINGS
-from ._questionnaire import EMD_DTYPES, PRESETS, SCHEDULES, questionnaire
+from ._questionnaire import EARLY_STOPPING, EMD_DTYPES, PRESETS, SCHEDULES, questionnaire
 
 __all__ = ["QuestionnaireOrganizer"]
 
@@ -78,6 +79,22 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
     emd_dtype : {"float64", "float32"}, default="float64"
         Precision of the tree-EMD features and sums; ``"float32"`` is faster
         (twice the SIMD width) with distances accurate to about 1e-6 relative.
+    tree_method : str, callable or list of those, default="flexible"
+        The tree builder of each axis (one for all, or one per axis):
+        ``"flexible"``, ``"average"``, ``"complete"``, ``"single"``,
+        ``"weighted"``, ``"ward"``, ``"bisection"`` or a callable
+        ``f(distances=..., affinity=...) -> PartitionTree``; see
+        :func:`~skorg.trees.build_tree` and the user guide, "choosing a tree
+        builder". The presets pin ``"flexible"``.
+    tree_params : dict, default=None
+        Extra arguments of the tree builders (e.g. ``merge_tolerance``).
+    early_stopping : {"unchanged", "objective", "never"}, default="unchanged"
+        Stop before ``n_iter`` sweeps when a sweep changed no tree (the result
+        is the same as running on), or also when it did not lower the
+        normalized Haar l1 norm of X on the trees by ``tol`` (relative; the
+        best sweep's trees are kept); see :func:`~skorg.organize.questionnaire`.
+    tol : float, default=1e-4
+        Relative improvement that counts with ``early_stopping="objective"``.
 
     Attributes
     ----------
@@ -95,7 +112,11 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         The tree EMD behind each final affinity.
     history_ : list of dict
         Every tree built, in order (``iteration``, ``axis``, ``tree``,
-        ``changed``).
+        ``changed``, ``objective``).
+    n_iter_ : int
+        Sweeps run.
+    stop_reason_ : {"n_iter", "unchanged", "objective"}
+        Why the iteration ended.
     params_ : dict
         The resolved parameters.
     shape_ : tuple
@@ -152,6 +173,10 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         "affinity_mode": [StrOptions({"auto", "dense", "sparse"})],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "emd_dtype": [StrOptions(set(EMD_DTYPES))],
+        "tree_method": [StrOptions(set(TREE_METHODS)), callable, list, tuple, None],
+        "tree_params": [dict, None],
+        "early_stopping": [StrOptions(set(EARLY_STOPPING))],
+        "tol": [Interval(Real, 0, 1, closed="left")],
     }
 
     def __init__(
@@ -172,6 +197,10 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         affinity_mode="auto",
         n_neighbors=15,
         emd_dtype="float64",
+        tree_method=None,
+        tree_params=None,
+        early_stopping="unchanged",
+        tol=1e-4,
     ):
         self.preset = preset
         self.n_iter = n_iter
@@ -188,6 +217,10 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         self.affinity_mode = affinity_mode
         self.n_neighbors = n_neighbors
         self.emd_dtype = emd_dtype
+        self.tree_method = tree_method
+        self.tree_params = tree_params
+        self.early_stopping = early_stopping
+        self.tol = tol
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -238,6 +271,12 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
             n_neighbors=self.n_neighbors,
             random_state=self.random_state,
             emd_dtype=self.emd_dtype,
+            tree_method=list(self.tree_method)
+            if isinstance(self.tree_method, (list, tuple))
+            else self.tree_method,
+            tree_params=self.tree_params,
+            early_stopping=self.early_stopping,
+            tol=self.tol,
             check_input=False,
         )
         self.trees_ = result.trees
@@ -246,6 +285,8 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         self.distances_ = result.distances
         self.history_ = result.history
         self.params_ = result.params
+        self.n_iter_ = result.n_iter
+        self.stop_reason_ = result.stop_reason
         self.shape_ = X.shape
         self.row_tree_, self.column_tree_ = self.trees_[0], self.trees_[1]
         self.row_order_, self.column_order_ = self.orders_[0], self.orders_[1]

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 
 from .._validation import check_finite_array
 from ..metrics import affinity_matrix
-from ..trees import flexible_tree
+from ..trees import TREE_METHODS, build_tree, flexible_tree
 from ._ordering import ORDERINGS, leaf_order
 from ._sparse import sparse_axes, sparse_initial, sparse_rebuild
 
-__all__ = ["PRESETS", "SCHEDULES", "QuestionnaireResult", "questionnaire"]
+__all__ = ["EARLY_STOPPING", "PRESETS", "SCHEDULES", "QuestionnaireResult", "questionnaire"]
 
 SCHEDULES = ("alternating", "jacobi", "reference_3d")
+EARLY_STOPPING = ("unchanged", "objective", "never")
 EMD_DTYPES = ("float64", "float32")
 
 PRESETS = {
@@ -26,6 +27,7 @@ PRESETS = {
         "emd_alpha": 0.0,
         "emd_beta": 1.0,
         "n_iter": 3,
+        "tree_method": "flexible",
     },
     # the paper's Hoelder organization of one matrix, before the paraproduct
     "paper_2d_holder": {
@@ -35,6 +37,7 @@ PRESETS = {
         "emd_beta": 0.0,
         "n_iter": 10,
         "ordering": "tree",
+        "tree_method": "flexible",
     },
 }
 
@@ -47,6 +50,7 @@ DEFAULTS = {
     "tree_constant": 1.0,
     "schedule": "alternating",
     "ordering": "emd_olo",
+    "tree_method": "flexible",
 }
 
 
@@ -68,9 +72,18 @@ class QuestionnaireResult:
     history : list of dict
         One entry per tree built, in order: ``iteration`` (0 for the initial
         trees), ``axis``, ``tree``, ``changed`` (False if the nested
-        partitions equal the previous tree of that axis).
+        partitions equal the previous tree of that axis), ``objective`` (with
+        ``early_stopping="objective"``, on the last tree of each sweep: the
+        normalized Haar l1 norm of X on the trees after that sweep, lower is
+        sparser; else None).
     params : dict
         The resolved parameters.
+    n_iter : int
+        Sweeps run (at most the ``n_iter`` parameter).
+    stop_reason : str
+        ``"n_iter"`` (the cap), ``"unchanged"`` (a sweep changed no tree) or
+        ``"objective"`` (a sweep did not lower the objective; the trees of the
+        best sweep are returned).
     """
 
     trees: list
@@ -79,6 +92,8 @@ class QuestionnaireResult:
     distances: list
     history: list = field(default_factory=list)
     params: dict = field(default_factory=dict)
+    n_iter: int = 0
+    stop_reason: str = "n_iter"
 
 
 def resolve_params(preset=None, **given):
@@ -126,6 +141,10 @@ def questionnaire(
     n_neighbors=15,
     random_state=None,
     emd_dtype="float64",
+    tree_method=None,
+    tree_params=None,
+    early_stopping="unchanged",
+    tol=1e-4,
     check_input=True,
 ):
     """Learn a partition tree on every axis of a matrix or tensor.
@@ -153,6 +172,25 @@ def questionnaire(
         axis.
     tree_constant : float or sequence of float, default=1.0
         Flexible-tree constant of each axis.
+    tree_method : str, callable or sequence of those, default="flexible"
+        The tree builder of each axis (one, or one per axis), see
+        :func:`~skorg.trees.build_tree`: ``"flexible"`` (the paper's flexible tree of the
+        affinity), the linkage rules ``"average"``, ``"complete"``, ``"single"``,
+        ``"weighted"``, ``"ward"`` (:func:`~skorg.trees.hierarchical_tree` of the tree EMD,
+        or of ``1 - A / max A`` for the initial cosine affinity), ``"bisection"``
+        (:func:`~skorg.trees.bisection_tree` of the affinity) or a callable
+        ``f(distances=..., affinity=...) -> PartitionTree``. The presets pin
+        ``"flexible"``. Axes on the sparse path take ``"flexible"`` only.
+    tree_params : dict, optional
+        Extra arguments of the builders (for example ``{"merge_tolerance": 0.05}``).
+    early_stopping : {"unchanged", "objective", "never"}, default="unchanged"
+        ``"unchanged"`` stops after a sweep that changed no tree (the next sweeps would
+        rebuild the same trees from the same inputs, so the result equals that of all
+        ``n_iter`` sweeps); ``"objective"`` also stops after a sweep that lowered the
+        normalized Haar l1 norm of X on all trees by less than ``tol`` (relative) and returns
+        the trees of the best sweep; ``"never"`` runs all ``n_iter`` sweeps.
+    tol : float, default=1e-4
+        Relative improvement of the objective that counts (``early_stopping="objective"``).
     schedule : {"alternating", "jacobi", "reference_3d"}, default="alternating"
         - ``"alternating"`` (Gauss-Seidel): initial trees on axes
           0..d-2, then each sweep rebuilds axis d-1, 0, 1, ..., d-2, each
@@ -216,6 +254,7 @@ def questionnaire(
         tree_constant=tree_constant,
         schedule=schedule,
         ordering=ordering,
+        tree_method=tree_method,
     )
     if check_input:
         X = check_finite_array(X, "X", min_ndim=2, min_rows=2)
@@ -228,6 +267,10 @@ def questionnaire(
         raise ValueError(f"Unknown ordering {p['ordering']!r}; expected one of {ORDERINGS}.")
     if emd_dtype not in EMD_DTYPES:
         raise ValueError(f"emd_dtype must be one of {EMD_DTYPES}, got {emd_dtype!r}.")
+    if early_stopping not in EARLY_STOPPING:
+        raise ValueError(f"early_stopping must be one of {EARLY_STOPPING}, got {early_stopping!r}.")
+    if not (isinstance(tol, Real) and not isinstance(tol, bool) and 0 <= tol < 1):
+        raise ValueError(f"tol must be a number in [0, 1), got {tol!r}.")
     feature_dtype = np.dtype(emd_dtype)
     alphas = _per_axis(p["emd_alpha"], ndim, "emd_alpha")
     betas = _per_axis(p["emd_beta"], ndim, "emd_beta")
@@ -235,17 +278,44 @@ def questionnaire(
     constants = _per_axis(p["tree_constant"], ndim, "tree_constant", positive=True)
     init_params = dict(init_affinity_params or {})
     sparse = sparse_axes(X.shape, affinity_mode, n_neighbors)
-    p.update(affinity_mode=affinity_mode, n_neighbors=n_neighbors)
+    methods = _tree_methods(p["tree_method"], ndim, sparse)
+    builder_params = dict(tree_params or {})
+    p.update(
+        affinity_mode=affinity_mode,
+        n_neighbors=n_neighbors,
+        tree_params=builder_params,
+        early_stopping=early_stopping,
+        tol=tol,
+    )
+
+    def make_tree(axis, A, d, check=False):
+        if methods[axis] == "flexible" and not builder_params:
+            return flexible_tree(A, tree_constant=constants[axis], check_input=check)
+        return build_tree(
+            methods[axis], distances=d, affinity=A, tree_constant=constants[axis],
+            **builder_params,
+        )  # fmt: skip
 
     trees = [None] * ndim
     affinities = [None] * ndim
     distances = [None] * ndim
     history = []
 
+    identical = []  # per tree built: equal to the axis's previous tree, leaf order included
+
     def record(iteration, axis, tree):
         prev = trees[axis]
         changed = prev is None or not tree.same_partitions(prev)
-        history.append({"iteration": iteration, "axis": axis, "tree": tree, "changed": changed})
+        identical.append(prev is not None and tree == prev)
+        history.append(
+            {
+                "iteration": iteration,
+                "axis": axis,
+                "tree": tree,
+                "changed": changed,
+                "objective": None,
+            }
+        )
         trees[axis] = tree
 
     def initial(axis):
@@ -256,7 +326,7 @@ def questionnaire(
             )  # fmt: skip
         else:
             A = affinity_matrix(_unfold(X, axis), p["init_affinity"], **init_params)
-            tree = flexible_tree(A, tree_constant=constants[axis])
+            tree = make_tree(axis, A, None, check=True)
         affinities[axis] = A
         record(0, axis, tree)
 
@@ -284,7 +354,7 @@ def questionnaire(
                 X, others, axis, alphas, betas, False, None, feature_dtype, n_jobs, None
             )
             A = symmetric_dual_affinity_core(d, epsilons[axis])
-            tree = flexible_tree(A, tree_constant=constants[axis], check_input=False)
+            tree = make_tree(axis, A, d)
             if reuse:
                 from_initial[axis] = d, A, tree
         distances[axis] = d
@@ -292,17 +362,37 @@ def questionnaire(
         record(iteration, axis, tree)
 
     sweep = [ndim - 1, *range(ndim - 1)]
+    n_done, stop_reason = 0, "n_iter"
+    best = None  # (objective, trees, affinities, distances) of the best sweep
     for iteration in range(1, p["n_iter"] + 1):
+        start = len(history)
         if p["schedule"] == "jacobi":
             previous = list(trees)
             for axis in sweep:
                 rebuild(axis, previous, iteration)
-            continue
-        for axis in sweep:
-            if p["schedule"] == "reference_3d" and axis == ndim - 1:
-                rebuild(axis, initial_trees, iteration)
-            else:
-                rebuild(axis, trees, iteration)
+        else:
+            for axis in sweep:
+                if p["schedule"] == "reference_3d" and axis == ndim - 1:
+                    rebuild(axis, initial_trees, iteration)
+                else:
+                    rebuild(axis, trees, iteration)
+        n_done = iteration
+        # exact equality (leaf order too): the next sweep's inputs are then bit for bit those
+        # of this one
+        changed = not all(identical[start:])
+        if early_stopping == "objective":
+            value = _objective(X, trees)
+            history[-1]["objective"] = value
+            if best is not None and not value < best[0] * (1.0 - tol):
+                trees[:], affinities[:], distances[:] = best[1], best[2], best[3]
+                stop_reason = "objective"
+                break
+            best = (value, list(trees), list(affinities), list(distances))
+        # the next sweep would see the same trees this one saw (and reference_3d the same
+        # initial trees), so it would rebuild the same trees: stopping changes nothing
+        if early_stopping != "never" and not changed and iteration < p["n_iter"]:
+            stop_reason = "unchanged"
+            break
 
     if any(t is None for t in trees):
         # n_iter == 0 with the alternating schedules: the last axis gets its initial tree
@@ -312,4 +402,46 @@ def questionnaire(
         leaf_order(t, None if sp_axis else d, p["ordering"])
         for t, d, sp_axis in zip(trees, distances, sparse)
     ]
-    return QuestionnaireResult(trees, orders, affinities, distances, history, p)
+    return QuestionnaireResult(
+        trees, orders, affinities, distances, history, p, n_done, stop_reason
+    )
+
+
+def _tree_methods(value, ndim, sparse):
+    """One tree method per axis, checked."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != ndim:
+            raise ValueError(
+                f"tree_method must be one method or a sequence of {ndim} (one per axis), "
+                f"got {len(value)}."
+            )
+        methods = list(value)
+    else:
+        methods = [value] * ndim
+    for axis, m in enumerate(methods):
+        if not callable(m) and m not in TREE_METHODS:
+            raise ValueError(
+                f"tree_method must be one of {TREE_METHODS} or a callable, got {m!r} "
+                f"for axis {axis}."
+            )
+        if sparse[axis] and m != "flexible":
+            raise ValueError(
+                f"axis {axis} takes the sparse k-NN path, which builds flexible trees only; "
+                f"got tree_method={m!r}. Use affinity_mode='dense' or tree_method='flexible'."
+            )
+    return methods
+
+
+def _objective(X, trees):
+    """Normalized Haar l1 norm of X on all trees: ``||H X||_1 / ||X||_2`` (lower is sparser).
+
+    The ratio does not depend on the units of X; an all-zero X counts as 0.
+    """
+    from ..transforms import multi_haar_transform
+
+    top = float(np.abs(X).max())
+    if top == 0:
+        return 0.0
+    Xs = X / top  # units out before squaring: 1e-150 or 1e150 give the same ratio
+    coefs = multi_haar_transform(Xs, list(trees))
+    return float(np.abs(coefs).sum() / np.sqrt(np.sum(Xs * Xs)))

@@ -2,7 +2,13 @@
 
 from ._builders import dyadic_tree, linkage_tree
 from ._flexible import flexible_tree
-from ._hierarchical import TREE_METHODS, bisection_tree, build_tree, hierarchical_tree
+from ._hierarchical import (
+    TREE_METHODS,
+    bisection_tree,
+    build_tree,
+    hierarchical_tree,
+    hybrid_tree,
+)
 from ._partition_tree import PartitionTree
 from ._sparse_flexible import sparse_flexible_tree
 
@@ -14,6 +20,7 @@ __all__ = [
     "dyadic_tree",
     "flexible_tree",
     "hierarchical_tree",
+    "hybrid_tree",
     "linkage_tree",
     "sparse_flexible_tree",
 ]

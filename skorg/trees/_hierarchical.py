@@ -15,10 +15,10 @@ import scipy.sparse as sp
 from .._validation import check_finite_array
 from ._partition_tree import PartitionTree
 
-__all__ = ["TREE_METHODS", "bisection_tree", "build_tree", "hierarchical_tree"]
+__all__ = ["TREE_METHODS", "bisection_tree", "build_tree", "hierarchical_tree", "hybrid_tree"]
 
 LINKAGE_METHODS = ("average", "complete", "single", "weighted", "ward")
-TREE_METHODS = ("flexible", *LINKAGE_METHODS, "bisection")
+TREE_METHODS = ("flexible", *LINKAGE_METHODS, "bisection", "hybrid")
 
 
 # ---------------------------------------------------------------------------- geometry inputs
@@ -213,8 +213,7 @@ def hierarchical_tree(
     >>> sorted(sorted(tree.folder(c).tolist()) for c in tree.children(0))
     [[0, 1, 2], [3, 4]]
     """
-    from scipy.cluster.hierarchy import leaves_list, linkage, optimal_leaf_ordering
-    from scipy.spatial.distance import squareform
+    from scipy.cluster.hierarchy import leaves_list
 
     if method not in LINKAGE_METHODS:
         raise ValueError(f"method must be one of {LINKAGE_METHODS}, got {method!r}.")
@@ -229,6 +228,20 @@ def hierarchical_tree(
     n = (D if D is not None else A).shape[0]
     if n == 1:
         return PartitionTree([0], [[0]])
+    Z = _linkage_matrix(D, A, method, optimal_ordering, n_components)
+    order = leaves_list(Z).astype(np.intp)
+    parent, height = _linkage_parents(Z, n)
+    if merge_tolerance is not None:
+        parent = _merge_near_equal(parent, height, n, float(merge_tolerance))
+    return _tree_from_parents(parent, order)
+
+
+def _linkage_matrix(D, A, method, optimal_ordering, n_components=8):
+    """SciPy linkage matrix of checked distances D or affinity A (one of them None)."""
+    from scipy.cluster.hierarchy import linkage, optimal_leaf_ordering
+    from scipy.spatial.distance import squareform
+
+    n = (D if D is not None else A).shape[0]
     if A is not None and sp.issparse(A):
         if method == "single":
             Z = _sparse_single_linkage(A)
@@ -255,11 +268,7 @@ def hierarchical_tree(
         Z = linkage(squareform(_unit_scale(D), checks=False), method=method)
     if optimal_ordering and D is not None:
         Z = optimal_leaf_ordering(Z, squareform(_unit_scale(D), checks=False))
-    order = leaves_list(Z).astype(np.intp)
-    parent, height = _linkage_parents(Z, n)
-    if merge_tolerance is not None:
-        parent = _merge_near_equal(parent, height, n, float(merge_tolerance))
-    return _tree_from_parents(parent, order)
+    return Z
 
 
 def _ward_embedding(D, A, n_components):
@@ -325,6 +334,113 @@ def _sparse_single_linkage(A):
         rows.append([min(ca, cb), max(ca, cb), gap, size[a]])
         tops = [a, *tops[2:]]
     return np.asarray(rows, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------- hybrid
+def hybrid_tree(
+    distances=None, *, affinity=None, top="ward", bottom="average", n_top=None, n_components=8
+):
+    """Two linkage rules in one tree: ``top`` for the coarse folders, ``bottom`` inside them.
+
+    Parameters
+    ----------
+    distances, affinity : array-like, optional
+        As in :func:`hierarchical_tree` (exactly one; dense).
+    top : {"ward", "average", "complete", "weighted", "single"}, default="ward"
+        The linkage that makes the ``n_top`` coarse folders and the tree above them.
+    bottom : {"average", "single", "complete", "weighted", "ward"}, default="average"
+        The linkage that builds the tree inside each coarse folder (on that folder's
+        distances alone).
+    n_top : int, optional
+        Number of coarse folders; default ``ceil(sqrt(n_points))``.
+    n_components : int, default=8
+        Diffusion coordinates of ``"ward"`` (see :func:`hierarchical_tree`).
+
+    Returns
+    -------
+    tree : PartitionTree
+        Binary. Leaves in the order of the top tree's optimal leaf ordering, and inside each
+        coarse folder that of its own tree.
+
+    Notes
+    -----
+    The coarse folders are the clusters of the top linkage cut into ``n_top`` pieces (the
+    state after its first ``n - n_top`` merges); above them the tree is the top linkage's.
+    A balanced rule on top (Ward) gives groupings near the class structure; a rule inside that
+    follows the local geometry (average or single) compresses the fine scales. The
+    questionnaire's benchmark (user guide, "choosing a tree builder") chose the default.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.trees import hybrid_tree
+    >>> x = np.array([0.0, 0.1, 0.3, 5.0, 5.2, 5.3])
+    >>> tree = hybrid_tree(np.abs(np.subtract.outer(x, x)), n_top=2)
+    >>> sorted(sorted(tree.folder(c).tolist()) for c in tree.children(0))
+    [[0, 1, 2], [3, 4, 5]]
+    """
+    from numbers import Integral
+
+    from scipy.cluster.hierarchy import leaves_list
+
+    for name, value in (("top", top), ("bottom", bottom)):
+        if value not in LINKAGE_METHODS:
+            raise ValueError(f"{name} must be one of {LINKAGE_METHODS}, got {value!r}.")
+    D, A = _geometry(distances, affinity)
+    if A is not None and sp.issparse(A):
+        raise ValueError("hybrid_tree needs a dense distance matrix or affinity.")
+    if D is None:
+        D = _affinity_distances(A)
+    n = D.shape[0]
+    if n_top is None:
+        n_top = int(np.ceil(np.sqrt(n)))
+    if isinstance(n_top, bool) or not isinstance(n_top, Integral) or n_top < 1:
+        raise ValueError(f"n_top must be a positive integer, got {n_top!r}.")
+    n_top = min(int(n_top), n)
+    if n <= 2 or n_top in (1, n):
+        return hierarchical_tree(D, method=top if n_top == n else bottom)
+    Z = _linkage_matrix(D, None, top, True, n_components)
+    n_cut = n - n_top  # merges below the cut
+    members = [[i] for i in range(n)]
+    for j in range(n_cut):
+        a, b = int(Z[j, 0]), int(Z[j, 1])
+        members.append(members[a] + members[b])
+    alive = set(range(n))
+    for j in range(n_cut):
+        alive -= {int(Z[j, 0]), int(Z[j, 1])}
+        alive.add(n + j)
+    parent = [-1] * n
+    node_of, sub_order = {}, {}
+    for cid in sorted(alive):
+        M = np.sort(np.asarray(members[cid], dtype=np.intp))
+        if M.shape[0] == 1:
+            node_of[cid] = int(M[0])
+            sub_order[cid] = M
+            continue
+        Zc = _linkage_matrix(D[np.ix_(M, M)], None, bottom, True, n_components)
+        sub_order[cid] = M[leaves_list(Zc)]
+        ids = list(M)
+        for a, b in Zc[:, :2].astype(np.intp):
+            parent.append(-1)
+            parent[ids[a]] = len(parent) - 1
+            parent[ids[b]] = len(parent) - 1
+            ids.append(len(parent) - 1)
+        node_of[cid] = ids[-1]
+    for j in range(n_cut, n - 1):
+        parent.append(-1)
+        parent[node_of[int(Z[j, 0])]] = len(parent) - 1
+        parent[node_of[int(Z[j, 1])]] = len(parent) - 1
+        node_of[n + j] = len(parent) - 1
+    # depth-first over the top merges (left child first, as SciPy's leaves_list does)
+    parts, stack = [], [2 * n - 2]
+    while stack:
+        cid = stack.pop()
+        if cid in alive:
+            parts.append(sub_order[cid])
+        else:
+            a, b = int(Z[cid - n, 0]), int(Z[cid - n, 1])
+            stack.extend([b, a])
+    return _tree_from_parents(np.asarray(parent, dtype=np.intp), np.concatenate(parts))
 
 
 # ---------------------------------------------------------------------------- bisection
@@ -495,6 +611,10 @@ or callable
         if distances is not None:
             return hierarchical_tree(distances, method=method, **params)
         return hierarchical_tree(affinity=affinity, method=method, **params)
+    if method == "hybrid":
+        if distances is not None:
+            return hybrid_tree(distances, **params)
+        return hybrid_tree(affinity=affinity, **params)
     if method == "bisection":
         if affinity is not None:
             return bisection_tree(affinity=affinity, **params)

@@ -13,7 +13,9 @@ def trees_by_iteration(result):
 def test_reference_2d_holder_preset_jacobi(reference):
     data = reference("quest2d_holder")
     np.testing.assert_allclose(cosine_affinity(data["X"]), data["init_row_aff"], rtol=1e-10)
-    res = questionnaire(data["X"], preset="paper_2d_holder", schedule="jacobi")
+    res = questionnaire(
+        data["X"], preset="paper_2d_holder", schedule="jacobi", early_stopping="never"
+    )
     assert res.params["n_iter"] == int(data["n_iters"]) == 10
     got = trees_by_iteration(res)
     for k in range(int(data["n_iters"]) + 1):
@@ -28,7 +30,7 @@ def test_reference_2d_holder_preset_jacobi(reference):
 
 def test_reference_2d_plain_alternating(reference):
     data = reference("quest2d_plain")
-    res = questionnaire(data["X"], n_iter=3, emd_alpha=0.0, emd_beta=1.0)
+    res = questionnaire(data["X"], n_iter=3, emd_alpha=0.0, emd_beta=1.0, early_stopping="never")
     got = trees_by_iteration(res)
     assert got[(0, 0)].same_partitions(ref_tree(data, "row_iter00"))
     for k in range(1, 4):
@@ -38,7 +40,9 @@ def test_reference_2d_plain_alternating(reference):
 
 def test_reference_3d_heads_schedule(reference):
     data = reference("quest3d")
-    res = questionnaire(data["X"], preset="paper_3d_heads", schedule="reference_3d")
+    res = questionnaire(
+        data["X"], preset="paper_3d_heads", schedule="reference_3d", early_stopping="never"
+    )
     got = trees_by_iteration(res)
     for axis in (0, 1):
         assert got[(0, axis)].same_partitions(ref_tree(data, f"axis{axis}_iter00"))
@@ -56,9 +60,15 @@ def test_reference_3d_heads_schedule(reference):
 
 def test_float32_emd_keeps_the_reference_3d_trees(reference):
     data = reference("quest3d")
-    res64 = questionnaire(data["X"], preset="paper_3d_heads", schedule="reference_3d")
+    res64 = questionnaire(
+        data["X"], preset="paper_3d_heads", schedule="reference_3d", early_stopping="never"
+    )
     res32 = questionnaire(
-        data["X"], preset="paper_3d_heads", schedule="reference_3d", emd_dtype="float32"
+        data["X"],
+        preset="paper_3d_heads",
+        schedule="reference_3d",
+        emd_dtype="float32",
+        early_stopping="never",
     )
     got64, got32 = trees_by_iteration(res64), trees_by_iteration(res32)
     assert got32.keys() == got64.keys()
@@ -70,7 +80,7 @@ def test_float32_emd_keeps_the_reference_3d_trees(reference):
 
 def test_corrected_3d_schedule_uses_latest_trees(reference):
     data = reference("quest3d")
-    res = questionnaire(data["X"], preset="paper_3d_heads")
+    res = questionnaire(data["X"], preset="paper_3d_heads", early_stopping="never")
     got = trees_by_iteration(res)
     assert res.params["schedule"] == "alternating"
     assert {k for k, _ in got} == {0, 1, 2, 3}

@@ -218,3 +218,60 @@ def test_builders_do_not_change_their_arguments():
     for method in [*METHODS, "ward", "bisection"]:
         build_tree(method, distances=D)
     np.testing.assert_array_equal(D, keep)
+
+
+def _subtree(tree, node):
+    """The nested partitions below ``node`` as a set of frozensets of points."""
+    out, stack = set(), [node]
+    while stack:
+        v = stack.pop()
+        out.add(frozenset(tree.folder(v).tolist()))
+        stack.extend(tree.children(v).tolist())
+    return out
+
+
+@pytest.mark.parametrize(("top", "bottom"), [("ward", "average"), ("average", "single")])
+def test_hybrid_tree_is_top_linkage_above_the_cut_and_bottom_linkage_inside(top, bottom):
+    from scipy.cluster.hierarchy import fcluster
+
+    from skorg.trees import hybrid_tree
+    from skorg.trees._hierarchical import _ward_embedding
+
+    D = squareform(pdist(_points(48), "euclidean"))
+    tree = hybrid_tree(D, top=top, bottom=bottom, n_top=6)
+    _valid(tree, 48)
+    assert tree.is_binary
+    if top == "ward":
+        Zt = linkage(_ward_embedding(D, None, 8), method="ward")
+    else:
+        Zt = linkage(squareform(D, checks=False), method=top)
+    labels = fcluster(Zt, 6, criterion="maxclust")
+    folders = _subtree(tree, 0)
+    for c in np.unique(labels):
+        M = np.flatnonzero(labels == c)
+        assert frozenset(M.tolist()) in folders
+        if M.shape[0] < 2:
+            continue
+        # inside the coarse folder: the bottom linkage of its own distances
+        node = next(v for v in range(tree.n_nodes) if set(tree.folder(v).tolist()) == set(M))
+        sub = PartitionTree.from_linkage(
+            linkage(squareform(D[np.ix_(M, M)], checks=False), method=bottom)
+        )
+        want = {frozenset(M[sorted(f)].tolist()) for f in _subtree(sub, 0)}
+        assert _subtree(tree, node) == want
+
+
+def test_hybrid_tree_edges():
+    from skorg.trees import hybrid_tree
+
+    D = squareform(pdist(_points(16)))
+    assert hybrid_tree(D, n_top=1).same_partitions(hierarchical_tree(D, method="average"))
+    assert hybrid_tree(D, top="complete", n_top=16).same_partitions(
+        hierarchical_tree(D, method="complete")
+    )
+    for Dc in _degenerate_cases().values():
+        _valid(hybrid_tree(Dc), Dc.shape[0])
+    with pytest.raises(ValueError, match="n_top"):
+        hybrid_tree(D, n_top=0)
+    with pytest.raises(ValueError, match="bottom must be one of"):
+        hybrid_tree(D, bottom="median")

@@ -1,0 +1,248 @@
+"""Organization quality: skorg's tree builders beside SciPy linkage trees and scikit-learn.
+
+For every dataset and method, one tree per axis (rows and columns; a tensor's three axes), and:
+
+- ``err1``, ``err5``: relative error ``||X - X_k|| / ||X||`` after keeping the k = 1% and 5%
+  largest multi-Haar coefficients on the trees (the Haar basis is orthonormal, so this is the
+  l2 norm of the dropped coefficients over that of all of them);
+- ``l1``: the normalized l1 entropy ``||H X||_1 / ||X||_2`` of all coefficients (lower is
+  sparser; the questionnaire's own objective);
+- ``ari``: adjusted Rand index against the class labels of the row tree's level whose number of
+  folders is nearest the number of classes (digits, wine, breast cancer; the attention heads
+  against their layer);
+- ``rho``, ``stress``: mean |Spearman| against the hidden order and Neumann stress relative to
+  the true order's (shuffled smooth matrices, on the method's orders);
+- ``s``: seconds to build the trees.
+
+Datasets: scikit-learn's digits (1797 images x 61 non-constant pixels), wine (178 x 13) and
+breast cancer (569 x 30), both z-scored per column; 18 shuffled smooth 64 x 64 and 128 x 128
+matrices from ``skorg.datasets``; and, when torch, transformers and the offline MiniLM weights
+are installed, one all-MiniLM-L6-v2 attention tensor (query x key x head, 72 heads).
+
+Run ``python benchmarks/bench_organization_quality.py`` (about 10 minutes on 2 cores), or name
+datasets: ``python benchmarks/bench_organization_quality.py wine shuffled``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+from scipy.cluster.hierarchy import linkage
+from sklearn.metrics import adjusted_rand_score
+
+from skorg import QuestionnaireOrganizer
+from skorg.datasets import make_shuffled_matrix
+from skorg.metrics import neumann_stress, order_spearman
+from skorg.transforms import multi_haar_transform
+from skorg.trees import PartitionTree
+
+SCIPY = {
+    "scipy average cosine": ("average", "cosine"),
+    "scipy average euclidean": ("average", "euclidean"),
+    "scipy ward": ("ward", "euclidean"),
+    "scipy single": ("single", "euclidean"),
+    "scipy complete": ("complete", "euclidean"),
+}
+
+SKORG = {
+    "skorg default": {},
+    "skorg flexible beta=0": {"emd_beta": 0.0, "tree_method": "flexible"},
+    "skorg average": {"tree_method": "average"},
+    "skorg average beta=0": {"tree_method": "average", "emd_beta": 0.0},
+    "skorg ward": {"tree_method": "ward"},
+    "skorg ward beta=0": {"tree_method": "ward", "emd_beta": 0.0},
+    "skorg single": {"tree_method": "single"},
+    "skorg complete beta=0": {"tree_method": "complete", "emd_beta": 0.0},
+    "skorg bisection": {"tree_method": "bisection"},
+    "skorg hybrid": {"tree_method": "hybrid"},
+    "skorg hybrid beta=0": {"tree_method": "hybrid", "emd_beta": 0.0},
+    "skorg hybrid ward/single beta=0": {
+        "tree_method": "hybrid",
+        "emd_beta": 0.0,
+        "tree_params": {"bottom": "single"},
+    },
+    "skorg paper_3d_heads": {"preset": "paper_3d_heads"},
+    "skorg paper_2d_holder": {"preset": "paper_2d_holder"},
+}
+
+
+# ------------------------------------------------------------------------------------ measures
+def compression(X, trees):
+    C = multi_haar_transform(X / np.abs(X).max(), list(trees)).ravel()
+    mags = np.sort(np.abs(C))[::-1]
+    total = float(np.sqrt(np.sum(mags**2)))
+    out = []
+    for frac in (0.01, 0.05):
+        k = max(1, round(frac * mags.shape[0]))
+        out.append(float(np.sqrt(np.sum(mags[k:] ** 2))) / total)
+    l1 = float(mags.sum()) / total
+    return out[0], out[1], l1
+
+
+def level_ari(tree, labels):
+    n_classes = np.unique(labels).shape[0]
+    sizes = tree.level_sizes()
+    level = int(np.argmin(np.abs(sizes - n_classes)))
+    return adjusted_rand_score(labels, tree.labels(level))
+
+
+def flat_tree(labels):
+    """Root, one folder per cluster, singletons (for the biclustering baselines)."""
+    labels = np.asarray(labels)
+    order = np.argsort(labels, kind="stable")
+    return PartitionTree.from_levels(np.stack([np.zeros_like(labels), labels]), order)
+
+
+# ------------------------------------------------------------------------------------ methods
+def scipy_trees(X, method, metric):
+    trees = []
+    for axis in range(X.ndim):
+        U = np.moveaxis(X, axis, 0).reshape(X.shape[axis], -1)
+        if metric == "cosine":
+            U = U[:, np.abs(U).sum(axis=0) > 0]
+            U = U + (np.linalg.norm(U, axis=1, keepdims=True) == 0)  # zero rows: not NaN
+        Z = linkage(U, method=method, metric=metric, optimal_ordering=True)
+        trees.append(PartitionTree.from_linkage(Z))
+    return trees, [t.leaf_order for t in trees]
+
+
+def run_methods(X, include_spectral=True):
+    """{name: (trees, orders, seconds)}."""
+    out = {}
+    only = [s for s in ONLY if s]
+    for name, params in SKORG.items():
+        if only and not any(o in name for o in only) and name != "skorg default":
+            continue
+        start = time.perf_counter()
+        org = QuestionnaireOrganizer(**params).fit(X)
+        out[name] = (org.trees_, org.orders_, time.perf_counter() - start)
+    for name, (method, metric) in SCIPY.items():
+        start = time.perf_counter()
+        trees, orders = scipy_trees(X, method, metric)
+        out[name] = (trees, orders, time.perf_counter() - start)
+    if include_spectral and X.ndim == 2:
+        from sklearn.cluster import SpectralBiclustering, SpectralCoclustering
+
+        Xp = X - X.min() + 1e-9  # both need non-negative data
+        for name, cls, k in (
+            ("sklearn SpectralCoclustering", SpectralCoclustering, 10),
+            ("sklearn SpectralBiclustering", SpectralBiclustering, (10, 6)),
+        ):
+            start = time.perf_counter()
+            model = cls(n_clusters=k, random_state=0).fit(Xp)
+            trees = [flat_tree(model.row_labels_), flat_tree(model.column_labels_)]
+            out[name] = (trees, [t.leaf_order for t in trees], time.perf_counter() - start)
+    return out
+
+
+# ------------------------------------------------------------------------------------ datasets
+def labelled(name):
+    from sklearn import datasets
+
+    if name == "digits":
+        X, y = datasets.load_digits(return_X_y=True)
+        X = X[:, X.std(axis=0) > 0]
+    else:
+        loader = {"wine": datasets.load_wine, "breast_cancer": datasets.load_breast_cancer}[name]
+        X, y = loader(return_X_y=True)
+        X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return X.astype(np.float64), y
+
+
+def minilm_tensor():
+    try:
+        from skorg.attention import extract_attention, load_minilm, network_tensor, stdlib_sentences
+
+        model, tokenizer = load_minilm()
+    except ImportError:  # no torch, transformers or offline weights
+        return None
+    text = " ".join(stdlib_sentences(60))
+    inputs = tokenizer(text, truncation=True, max_length=128, return_tensors="pt")
+    T, index = network_tensor(extract_attention(model, inputs), 0)  # query x key x head
+    return np.asarray(T, dtype=np.float64), index[:, 0]
+
+
+def table(rows, cols):
+    head = f"{'method':<30}" + "".join(f"{c:>9}" for c in cols)
+    print(head)
+    for name, vals in rows.items():
+        print(f"{name:<30}" + "".join(f"{vals.get(c, float('nan')):>9.3f}" for c in cols))
+
+
+def bench_labelled(name):
+    X, y = labelled(name)
+    print(f"\n## {name} {X.shape}")
+    rows = {}
+    for method, (trees, _, secs) in run_methods(X).items():
+        e1, e5, l1 = compression(X, trees)
+        rows[method] = {
+            "err1": e1, "err5": e5, "l1": l1, "ari": level_ari(trees[0], y), "s": secs,
+        }  # fmt: skip
+    table(rows, ["err1", "err5", "l1", "ari", "s"])
+    return rows
+
+
+def bench_shuffled(sizes=(64, 128), seeds=(0, 1, 2), noise=0.05):
+    print(f"\n## shuffled smooth matrices {sizes} x 3 kinds x {len(seeds)} seeds")
+    acc = {}
+    for kind in ("band", "ridge", "product"):
+        for n in sizes:
+            for seed in seeds:
+                data = make_shuffled_matrix(n, n, kind=kind, noise=noise, random_state=seed)
+                truth = neumann_stress(data.X[np.ix_(data.row_true_order, data.col_true_order)])
+                for method, (trees, orders, secs) in run_methods(data.X, False).items():
+                    rho = 0.5 * (
+                        order_spearman(orders[0], data.row_true_order)
+                        + order_spearman(orders[1], data.col_true_order)
+                    )
+                    stress = neumann_stress(data.X[np.ix_(orders[0], orders[1])]) / truth
+                    e1, e5, l1 = compression(data.X, trees)
+                    acc.setdefault(method, []).append((rho, stress, e1, e5, l1, secs))
+    rows = {
+        m: dict(zip(["rho", "stress", "err1", "err5", "l1", "s"], np.mean(v, axis=0)))
+        for m, v in acc.items()
+    }
+    table(rows, ["rho", "stress", "err1", "err5", "l1", "s"])
+    return rows
+
+
+def bench_minilm():
+    got = minilm_tensor()
+    if got is None:
+        print("\n## MiniLM attention: skipped (needs skorg[attention] and the MiniLM weights)")
+        return {}
+    T, layers = got
+    print(f"\n## MiniLM attention tensor {T.shape}")
+    rows = {}
+    for method, (trees, _, secs) in run_methods(T).items():
+        e1, e5, l1 = compression(T, trees)
+        rows[method] = {
+            "err1": e1, "err5": e5, "l1": l1, "ari": level_ari(trees[2], layers), "s": secs,
+        }  # fmt: skip
+    table(rows, ["err1", "err5", "l1", "ari", "s"])
+    return rows
+
+
+def main(names):
+    runs = {
+        "digits": lambda: bench_labelled("digits"),
+        "wine": lambda: bench_labelled("wine"),
+        "breast_cancer": lambda: bench_labelled("breast_cancer"),
+        "shuffled": bench_shuffled,
+        "minilm": bench_minilm,
+    }
+    for name in names or runs:
+        runs[name]()
+
+
+ONLY = []  # --only a,b: run just the skorg methods whose names contain a or b
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if "--only" in args:
+        i = args.index("--only")
+        ONLY.extend(args[i + 1].split(","))
+        del args[i : i + 2]
+    main(args)

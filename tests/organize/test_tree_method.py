@@ -1,0 +1,120 @@
+import itertools
+
+import numpy as np
+import pytest
+
+from skorg import QuestionnaireOrganizer
+from skorg.datasets import make_shuffled_matrix, make_shuffled_tensor
+from skorg.graphs import cosine_affinity
+from skorg.organize import questionnaire
+from skorg.transforms import multi_haar_transform
+from skorg.trees import PartitionTree, flexible_tree, hierarchical_tree
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_shuffled_matrix(48, 40, kind="band", noise=0.05, random_state=0).X
+
+
+@pytest.mark.parametrize("method", ["average", "single", "complete", "weighted", "ward"])
+def test_linkage_trees_inside_the_iteration(data, method):
+    res = questionnaire(data, n_iter=2, tree_method=method, early_stopping="never")
+    # initial row tree: the linkage tree of the cosine affinity
+    first = res.history[0]
+    assert first["iteration"] == 0
+    assert first["tree"] == hierarchical_tree(affinity=cosine_affinity(data), method=method)
+    # every later tree: the linkage tree of the tree EMD it was built from
+    for axis in (0, 1):
+        assert res.trees[axis] == hierarchical_tree(res.distances[axis], method=method)
+        assert res.trees[axis].is_binary
+
+
+def test_tree_method_per_axis_and_callable(data):
+    calls = []
+
+    def my_builder(distances, affinity):
+        calls.append(distances is None)
+        if distances is None:  # the initial tree: only the affinity
+            return flexible_tree(affinity)
+        return hierarchical_tree(distances)
+
+    res = questionnaire(data, n_iter=1, tree_method=["flexible", my_builder])
+    assert res.trees[0] == flexible_tree(res.affinities[0])
+    assert res.trees[1] == hierarchical_tree(res.distances[1])
+    assert calls == [False]  # axis 1 is built once, from distances (alternating schedule)
+    org = QuestionnaireOrganizer(n_iter=1, tree_method=("bisection", "average")).fit(data)
+    assert org.params_["tree_method"] == ["bisection", "average"]
+
+
+def test_presets_pin_the_flexible_tree(data):
+    for preset in ("paper_2d_holder", "paper_3d_heads"):
+        res = questionnaire(data, preset=preset, n_iter=1)
+        assert res.params["tree_method"] == "flexible"
+        assert res.trees[0] == flexible_tree(res.affinities[0])
+
+
+def test_merge_tolerance_reaches_the_builder(data):
+    res = questionnaire(data, n_iter=1, tree_method="average", tree_params={"merge_tolerance": 0.1})
+    want = hierarchical_tree(res.distances[0], method="average", merge_tolerance=0.1)
+    assert res.trees[0] == want
+
+
+@pytest.mark.parametrize("schedule", ["alternating", "jacobi"])
+def test_stopping_when_trees_stop_changing_changes_nothing(schedule):
+    X = make_shuffled_matrix(40, 36, kind="product", noise=0.0, random_state=1).X
+    full = questionnaire(X, n_iter=8, schedule=schedule, early_stopping="never")
+    early = questionnaire(X, n_iter=8, schedule=schedule)
+    assert early.n_iter < 8 and early.stop_reason == "unchanged"
+    assert full.n_iter == 8 and full.stop_reason == "n_iter"
+    assert all(a == b for a, b in zip(early.trees, full.trees))
+    for a, b in zip(early.orders, full.orders):
+        np.testing.assert_array_equal(a, b)
+    # the last sweep run rebuilt exactly the trees it started from
+    last = [h for h in early.history if h["iteration"] == early.n_iter]
+    assert not any(h["changed"] for h in last)
+
+
+def test_stopping_on_the_objective_keeps_the_best_sweep(data):
+    org = QuestionnaireOrganizer(n_iter=6, early_stopping="objective", tol=0.0).fit(data)
+    values = [h["objective"] for h in org.history_ if h["objective"] is not None]
+    assert len(values) == org.n_iter_
+    # each value is the normalized Haar l1 of X on the trees after that sweep
+    assert org.stop_reason_ in ("objective", "n_iter", "unchanged")
+    if org.stop_reason_ == "objective":
+        assert values[-1] >= min(values[:-1])
+        assert all(b < a for a, b in itertools.pairwise(values[:-1]))
+    X = data / np.abs(data).max()
+    final = np.abs(multi_haar_transform(X, org.trees_)).sum() / np.linalg.norm(X)
+    assert final == pytest.approx(min(values), rel=1e-12)
+
+
+def test_objective_does_not_depend_on_units(data):
+    ref = questionnaire(data, n_iter=3, early_stopping="objective")
+    for scale in (1e-150, 1e150):
+        res = questionnaire(data * scale, n_iter=3, early_stopping="objective")
+        assert res.n_iter == ref.n_iter
+        assert all(a == b for a, b in zip(res.trees, ref.trees))
+
+
+def test_tensor_with_linkage_trees():
+    T = make_shuffled_tensor((16, 14, 6), random_state=0).X
+    res = questionnaire(T, n_iter=2, tree_method="average")
+    assert all(isinstance(t, PartitionTree) and t.is_binary for t in res.trees)
+    assert [t.n_points for t in res.trees] == [16, 14, 6]
+
+
+def test_tree_method_errors(data):
+    with pytest.raises(ValueError, match="tree_method must be one of"):
+        questionnaire(data, tree_method="kmeans")
+    with pytest.raises(ValueError, match="sequence of 2"):
+        questionnaire(data, tree_method=["average"])
+    with pytest.raises(ValueError, match="sparse k-NN path"):
+        questionnaire(data, tree_method="average", affinity_mode="sparse")
+    with pytest.raises(ValueError, match="early_stopping"):
+        questionnaire(data, early_stopping="soon")
+    with pytest.raises(ValueError, match="tol"):
+        questionnaire(data, tol=2.0)
+    with pytest.raises(ValueError, match="callable must return a PartitionTree"):
+        questionnaire(data, tree_method=lambda distances, affinity: "a tree")
+    with pytest.raises(ValueError, match="tree_method"):
+        QuestionnaireOrganizer(tree_method="kmeans").fit(data)
