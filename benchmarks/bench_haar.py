@@ -1,11 +1,22 @@
-"""Benchmark of the tree Haar transforms against a dense-basis einsum baseline.
+"""Benchmark of the tree Haar transforms against PyWavelets and a dense-basis einsum baseline.
 
-Run with ``python benchmarks/bench_haar.py``. Cases: the 1-D transform of every row and the
-bi-Haar transform of a 512 x 512 matrix, and the tri-Haar transform of a 256 x 256 x 128
-tensor, forward and inverse. The baseline forms the dense orthonormal basis of every tree and
-contracts it with ``numpy.einsum(..., optimize=True)`` (BLAS). Times are the best of a few
-runs after a warm-up (JIT compiled first); peak memory is the peak traced by ``tracemalloc``
-of NumPy allocations in the call (the kernels allocate through NumPy).
+Run with ``python benchmarks/bench_haar.py`` (``--quick`` for fewer shapes, ``--large`` to add
+the 1.3e8-element sweep point, about 3 GB). Needs the ``bench`` extra (PyWavelets).
+
+1. One-axis Haar on a dyadic tree against ``pywt.wavedec(x, "haar", axis=...)`` (the same
+   coefficients up to the sign of each detail, checked here): the issue's shapes and more, along
+   rows and across rows, C and Fortran order, float32, the inverse against ``pywt.waverec``,
+   and a shuffled leaf order (PyWavelets has no permutation, so it does less work there).
+2. Time per element from 1.6e4 to 6.7e7 elements (rows of 1024, long rows, axis 0): the
+   largest over the smallest must stay within 1.5.
+3. Cost per level on a general tree (wide folders, chains) against the dyadic tree.
+4. The bi-Haar against PyWavelets applied along each axis in turn, and the 1-D, bi- and
+   tri-Haar against the dense-basis einsum (BLAS) baseline.
+
+Every time is the best of ``REPEAT`` runs after a warm-up (JIT compiled first), the two sides
+of a ratio measured one right after the other: this machine is shared, so only the ratios
+are comparable between runs. Peak memory is the peak traced by ``tracemalloc`` of NumPy
+allocations in the call (the kernels allocate through NumPy).
 """
 
 from __future__ import annotations
@@ -17,7 +28,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import numba
 import numpy as np
+import pywt
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -29,7 +42,7 @@ from skorg.transforms import (  # noqa: E402
     inverse_multi_haar_transform,
     multi_haar_transform,
 )
-from skorg.trees import dyadic_tree  # noqa: E402
+from skorg.trees import PartitionTree, dyadic_tree  # noqa: E402
 
 
 def load_inputs():
@@ -51,13 +64,21 @@ def load_inputs():
     return matrix, tensor
 
 
-def measure(func, repeat=3):
+REPEAT = 7
+
+
+def best_time(func, repeat=REPEAT):
     func()
     best = np.inf
     for _ in range(repeat):
         start = time.perf_counter()
         func()
         best = min(best, time.perf_counter() - start)
+    return best
+
+
+def measure(func, repeat=3):
+    best = best_time(func, repeat)
     tracemalloc.start()
     func()
     peak = tracemalloc.get_traced_memory()[1]
@@ -65,7 +86,148 @@ def measure(func, repeat=3):
     return best, peak
 
 
+def _check_against_pywt(X, tree, axis):
+    C = haar_transform(X, tree, axis=axis)
+    Xp = np.take(X, tree.leaf_order, axis=axis)
+    ref = np.concatenate(pywt.wavedec(Xp, "haar", axis=axis), axis=axis)
+    np.testing.assert_allclose(np.abs(C), np.abs(ref), atol=1e-5 * np.abs(ref).max())
+
+
+def pywt_section(quick):
+    rng = np.random.default_rng(0)
+    cases = [
+        # (label, shape, axis, dtype, layout, shuffled, inverse)
+        ("rows", (64, 65536), 1, np.float64, "C", False, False),
+        ("rows", (4096, 1024), 1, np.float64, "C", False, False),
+        ("rows", (1024, 4096), 1, np.float64, "C", False, False),
+        ("rows", (8192, 1024), 1, np.float64, "C", False, False),
+        ("rows", (2048, 1024), 1, np.float64, "C", False, False),
+        ("short rows", (65536, 16), 1, np.float64, "C", False, False),
+        ("short rows", (262144, 64), 1, np.float64, "C", False, False),
+        ("1-D", (1 << 22,), 0, np.float64, "C", False, False),
+        ("small", (128, 128), 1, np.float64, "C", False, False),
+        ("axis 0", (4096, 1024), 0, np.float64, "C", False, False),
+        ("axis 0", (65536, 64), 0, np.float64, "C", False, False),
+        ("axis 0", (16, 65536), 0, np.float64, "C", False, False),
+        ("F order rows", (4096, 1024), 1, np.float64, "F", False, False),
+        ("F order axis 0", (4096, 1024), 0, np.float64, "F", False, False),
+        ("float32 rows", (4096, 1024), 1, np.float32, "C", False, False),
+        ("float32 axis 0", (4096, 1024), 0, np.float32, "C", False, False),
+        ("inverse rows", (4096, 1024), 1, np.float64, "C", False, True),
+        ("inverse axis 0", (4096, 1024), 0, np.float64, "C", False, True),
+        ("shuffled rows", (4096, 1024), 1, np.float64, "C", True, False),
+        ("shuffled rows", (64, 65536), 1, np.float64, "C", True, False),
+        ("shuffled axis 0", (4096, 1024), 0, np.float64, "C", True, False),
+        ("shuffled 1-D", (1 << 22,), 0, np.float64, "C", True, False),
+    ]
+    if quick:
+        cases = cases[:5] + cases[9:10]
+    print(f"{'case':<16} {'shape':>14} {'axis':>4} {'skorg ms':>9} {'pywt ms':>9} "
+          f"{'pywt/skorg':>10}")  # fmt: skip
+    for label, shape, axis, dtype, layout, shuffled, inverse in cases:
+        X = rng.normal(size=shape).astype(dtype)
+        if layout == "F":
+            X = np.asfortranarray(X)
+        n = shape[axis]
+        tree = dyadic_tree(rng.permutation(n) if shuffled else n)
+        _check_against_pywt(X, tree, axis)
+        if inverse:
+            C = haar_transform(X, tree, axis=axis)
+            coeffs = pywt.wavedec(X, "haar", axis=axis)
+            ours = best_time(lambda: inverse_haar_transform(C, tree, axis=axis))  # noqa: B023
+            peer = best_time(lambda: pywt.waverec(coeffs, "haar", axis=axis))  # noqa: B023
+        else:
+            ours = best_time(lambda: haar_transform(X, tree, axis=axis))  # noqa: B023
+            peer = best_time(lambda: pywt.wavedec(X, "haar", axis=axis))  # noqa: B023
+        print(f"{label:<16} {'x'.join(map(str, shape)):>14} {axis:>4} {ours * 1e3:9.3f} "
+              f"{peer * 1e3:9.3f} {peer / ours:10.2f}")  # fmt: skip
+
+
+def sweep_section(quick, large):
+    rng = np.random.default_rng(1)
+    sizes = [1 << k for k in range(14, 27, 3 if quick else 2)]
+    if large:
+        sizes.append(1 << 27)
+    print(f"{'elements':>10} {'rows of 1024 ns/el':>19} {'long rows ns/el':>16} "
+          f"{'axis 0 ns/el':>13} {'pywt rows ns/el':>16}")  # fmt: skip
+    per = {"rows": [], "long": [], "axis0": []}
+    for size in sizes:
+        X = rng.normal(size=size)
+        rows = X.reshape(-1, 1024)
+        t1024 = dyadic_tree(1024)
+        n_long = min(size, 1 << 16)
+        long = X.reshape(-1, n_long)
+        tlong = dyadic_tree(n_long)
+        n0 = min(size // 16, 4096)
+        col = X.reshape(n0, -1)
+        t0 = dyadic_tree(n0)
+        a = best_time(lambda: haar_transform(rows, t1024, axis=1)) / size  # noqa: B023
+        b = best_time(lambda: haar_transform(long, tlong, axis=1)) / size  # noqa: B023
+        c = best_time(lambda: haar_transform(col, t0, axis=0)) / size  # noqa: B023
+        p = best_time(lambda: pywt.wavedec(rows, "haar", axis=1)) / size  # noqa: B023
+        per["rows"].append(a)
+        per["long"].append(b)
+        per["axis0"].append(c)
+        print(f"{size:>10} {a * 1e9:19.3f} {b * 1e9:16.3f} {c * 1e9:13.3f} {p * 1e9:16.3f}")
+    for key, values in per.items():
+        print(f"  {key}: largest / smallest time per element = {max(values) / min(values):.2f}")
+
+
+def general_tree_section():
+    rng = np.random.default_rng(2)
+    n = 4096
+    X = rng.normal(size=(1024, n))
+    levels = [np.zeros(n, dtype=int)]
+    for _ in range(5):
+        levels.append(levels[-1] * 5 + rng.integers(0, 5, size=n))
+    levels.append(np.arange(n))
+    wide = PartitionTree.from_levels(np.array(levels))
+    dyadic = dyadic_tree(n)
+    print(f"{'tree (4096 points, 1024 rows)':<32} {'levels':>6} {'ms':>8} {'ns/el/level':>12}")
+    for name, tree in (("dyadic", dyadic), ("wide folders + chains", wide)):
+        for axis, Y in ((1, X), (0, X.T.copy())):
+            t = best_time(lambda: haar_transform(Y, tree, axis=axis))  # noqa: B023
+            depth = tree.n_levels - 1
+            print(f"{name + f' axis {axis}':<32} {depth:>6} {t * 1e3:8.2f} "
+                  f"{t / X.size / depth * 1e9:12.3f}")  # fmt: skip
+
+
+def separable_pywt(X):
+    """PyWavelets' full Haar along axis 1, then along axis 0 (the tensor-product basis)."""
+    C = np.concatenate(pywt.wavedec(X, "haar", axis=1), axis=1)
+    return np.concatenate(pywt.wavedec(C, "haar", axis=0), axis=0)
+
+
+def bihaar_section():
+    rng = np.random.default_rng(3)
+    print(f"{'bi-Haar':<12} {'skorg ms':>9} {'pywt ms':>9} {'pywt/skorg':>10}")
+    for n in (1024, 4096):
+        X = rng.normal(size=(n, n))
+        trees = [dyadic_tree(n), dyadic_tree(n)]
+        C = multi_haar_transform(X, trees)
+        np.testing.assert_allclose(np.abs(C), np.abs(separable_pywt(X)), atol=1e-9)
+        ours = best_time(lambda: multi_haar_transform(X, trees), 3)  # noqa: B023
+        peer = best_time(lambda: separable_pywt(X), 3)  # noqa: B023
+        print(f"{n}x{n:<7} {ours * 1e3:9.2f} {peer * 1e3:9.2f} {peer / ours:10.2f}")
+
+
 def main():
+    quick = "--quick" in sys.argv
+    print(f"# best of {REPEAT} runs per side, back to back; numba threads: "
+          f"{numba.get_num_threads()}")  # fmt: skip
+    print("\n## 1. one-axis Haar on dyadic trees against PyWavelets")
+    pywt_section(quick)
+    print("\n## 2. time per element (dyadic tree)")
+    sweep_section(quick, "--large" in sys.argv)
+    print("\n## 3. general trees: cost per level")
+    general_tree_section()
+    print("\n## 4. bi-Haar against PyWavelets along each axis")
+    bihaar_section()
+    print("\n## 5. against the dense-basis einsum baseline")
+    einsum_section()
+
+
+def einsum_section():
     matrix, tensor = load_inputs()
     M = matrix["X"]
     m_trees = [dyadic_tree(matrix["row_true_order"]), dyadic_tree(matrix["col_true_order"])]

@@ -220,7 +220,7 @@ def _block(g, A, n, B):
 
 
 @numba.njit(cache=True)
-def _n_blocks(A, B):
+def n_blocks_of(A, B):
     if B >= _MIN_CONTIGUOUS:
         return A * ((B + _WIDTH - 1) // _WIDTH)
     return ((A + _TWIDTH - 1) // _TWIDTH) * B
@@ -276,7 +276,7 @@ def haar_forward(
     X, out, A, n, B, leaf_order, child_ptr, parent, first_leaf, cnode, cplus, clast, wplus, wminus,
     n_threads,
 ):  # fmt: skip
-    n_blocks = _n_blocks(A, B)
+    n_blocks = n_blocks_of(A, B)
     n_tasks = min(n_blocks, _TASKS_PER_THREAD * n_threads)
     for task in numba.prange(n_tasks):
         g0, g1 = _task_range(task, n_tasks, n_blocks)
@@ -312,7 +312,7 @@ def haar_inverse(
     C, out, A, n, B, leaf_order, child_ptr, parent, first_leaf, cnode, cplus, clast, wplus, wminus,
     n_threads,
 ):  # fmt: skip
-    n_blocks = _n_blocks(A, B)
+    n_blocks = n_blocks_of(A, B)
     n_tasks = min(n_blocks, _TASKS_PER_THREAD * n_threads)
     for task in numba.prange(n_tasks):
         g0, g1 = _task_range(task, n_tasks, n_blocks)
@@ -447,7 +447,7 @@ def _copy_block(X, base0, B, W, n, buf):
 @numba.njit(cache=True, parallel=True)
 def haar_forward_inplace(X, A, n, B, leaf_order, child_ptr, first_leaf, cnode, cplus, wplus,
                          wminus, n_threads):  # fmt: skip
-    n_blocks = _n_blocks(A, B)
+    n_blocks = n_blocks_of(A, B)
     n_tasks = min(n_blocks, _TASKS_PER_THREAD * n_threads)
     for task in numba.prange(n_tasks):
         g0, g1 = _task_range(task, n_tasks, n_blocks)
@@ -465,7 +465,7 @@ def haar_forward_inplace(X, A, n, B, leaf_order, child_ptr, first_leaf, cnode, c
 @numba.njit(cache=True, parallel=True)
 def haar_inverse_inplace(C, A, n, B, leaf_order, parent, first_leaf, cnode, cplus, clast, wplus,
                          wminus, n_threads):  # fmt: skip
-    n_blocks = _n_blocks(A, B)
+    n_blocks = n_blocks_of(A, B)
     n_tasks = min(n_blocks, _TASKS_PER_THREAD * n_threads)
     for task in numba.prange(n_tasks):
         g0, g1 = _task_range(task, n_tasks, n_blocks)
@@ -478,3 +478,9 @@ def haar_inverse_inplace(C, A, n, B, leaf_order, parent, first_leaf, cnode, cplu
             _copy_block(C, base0, B, W, n, buf)
             _inverse_block(buf, 0, W, C, base0, B, W, V, neg, leaf_order, parent, first_leaf,
                            cnode, cplus, clast, wplus, wminus, scale0)  # fmt: skip
+
+
+# the block kernels on the calling thread (blocks g0..g1-1), for inputs too small to be
+# worth waking the thread pool
+haar_forward_range = _forward_task
+haar_inverse_range = _inverse_task

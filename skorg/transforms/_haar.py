@@ -9,6 +9,7 @@ import numba
 import numpy as np
 
 from .._kernels import _haar as _kernels
+from .._kernels import _haar_rows as _row_kernels
 from ..trees import PartitionTree
 
 __all__ = [
@@ -51,6 +52,7 @@ class _HaarPlan:
     rank: np.ndarray
     plus_size: np.ndarray
     minus_size: np.ndarray
+    dyadic: bool = False
 
     def kernel_args(self):
         return (
@@ -102,19 +104,40 @@ def _build_plan(tree, order):
     clast = np.full(s.shape[0], -1, dtype=np.intp)
     clast[np.cumsum(group_len - 1) - 1] = kids[group_start + group_len - 1]
     n_levels = tree.n_levels
+    cnode = np.ascontiguousarray(par[is_coef], dtype=np.intp)
+    cplus = np.ascontiguousarray(kids[is_coef], dtype=np.intp)
+    first_leaf = int(tree.level_ptr[n_levels - 1])
     return _HaarPlan(
         leaf_order=np.array(tree.leaf_order, dtype=np.intp),
         child_ptr=np.array(tree.child_ptr, dtype=np.intp),
         parent=np.array(tree.parent, dtype=np.intp),
-        first_leaf=int(tree.level_ptr[n_levels - 1]),
-        cnode=np.ascontiguousarray(par[is_coef], dtype=np.intp),
-        cplus=np.ascontiguousarray(kids[is_coef], dtype=np.intp),
+        first_leaf=first_leaf,
+        cnode=cnode,
+        cplus=cplus,
         clast=clast,
         wplus=m / norm,
         wminus=s / norm,
         rank=rank[is_coef].astype(np.intp),
         plus_size=sizes[is_coef].astype(np.intp),
         minus_size=m.astype(np.intp),
+        dyadic=_is_perfect_binary(tree, first_leaf, cnode, cplus),
+    )
+
+
+def _is_perfect_binary(tree, first_leaf, cnode, cplus):
+    """A perfect binary tree in canonical coefficient order, where the lifting kernels apply.
+
+    Then node ``k``'s children are ``2k + 1`` and ``2k + 2``, coefficient ``k`` is on folder
+    ``k`` and its '+' child is ``2k + 2`` (the later of two equal halves).
+    """
+    n = tree.n_points
+    if n < 2 or n & (n - 1) or first_leaf != n - 1 or tree.n_nodes != 2 * n - 1:
+        return False
+    k = np.arange(n - 1)
+    return bool(
+        np.array_equal(np.asarray(tree.child_ptr)[:n], 2 * np.arange(n) + 1)
+        and np.array_equal(cnode, k)
+        and np.array_equal(cplus, 2 * k + 2)
     )
 
 
@@ -192,7 +215,34 @@ def _check_trees(trees, X, allow_none=True):
 
 
 # ---------------------------------------------------------------------- cores
+# below this many values the kernels run on the calling thread: waking the pool costs more
+_SERIAL_SIZE = 1 << 15
+# lanes at least this long are transformed one at a time (see skorg._kernels._haar_rows);
+# shorter ones go 64 at a time through the transposed blocks of skorg._kernels._haar, whose
+# buffers (3 n x 64 float64) stay in L2 up to here and which are faster on short lanes
+_LANE_MIN_N = 256
+# columns per block of the lifting kernel along an axis with a long trailing run (long row
+# segments for the prefetcher), fewer when the two level buffers of a task (n x width
+# float64) would pass _BLOCK_BYTES, but never under 16 (whole cache lines)
+_BLOCK_WIDTH = 256
+_BLOCK_BYTES = 32 << 20
+
+
+def _block_width(n, B):
+    width = min(_BLOCK_WIDTH, max(16, _BLOCK_BYTES // (8 * n) // 16 * 16))
+    return min(width, B)
+
+
 def _apply_along(X, plan, axis, inverse, out=None):
+    if (
+        X.ndim > 1
+        and not X.flags.c_contiguous
+        and X.flags.f_contiguous
+        and (out is None or out.flags.f_contiguous)
+    ):
+        # a Fortran-ordered array is the C-ordered transpose: no copy, the same fast paths
+        Y = _apply_along(X.T, plan, X.ndim - 1 - axis, inverse, None if out is None else out.T)
+        return Y.T
     shape = X.shape
     n = shape[axis]
     A = int(np.prod(shape[:axis], dtype=np.int64))
@@ -200,14 +250,49 @@ def _apply_along(X, plan, axis, inverse, out=None):
     flat = np.ascontiguousarray(X).reshape(-1)
     if out is None:
         out = np.empty(shape, dtype=X.dtype)
+    oflat = out.reshape(-1)
+    n_threads = numba.get_num_threads()
+    serial = n_threads == 1 or X.size < _SERIAL_SIZE
+    if B < _kernels._MIN_CONTIGUOUS and n >= _LANE_MIN_N:
+        args = (inverse, plan.dyadic, *plan.kernel_args())
+        n_lanes = A * B
+        if serial:
+            _row_kernels.haar_lanes_range(flat, oflat, n, B, 0, n_lanes, *args)
+        else:
+            n_tasks = min(n_lanes, _kernels._TASKS_PER_THREAD * n_threads)
+            _run_parallel(_row_kernels.haar_lanes, flat, oflat, n, B, n_lanes, *args, n_tasks)
+        return out
+    if plan.dyadic and B >= _kernels._MIN_CONTIGUOUS:
+        width = _block_width(n, B)
+        n_blocks = A * ((B + width - 1) // width)
+        args = (inverse, plan.leaf_order, plan.wplus, plan.wminus)
+        if serial:
+            _row_kernels.dyadic_blocks_range(flat, oflat, n, B, width, 0, n_blocks, *args)
+        else:
+            n_tasks = min(n_blocks, _kernels._TASKS_PER_THREAD * n_threads)
+            _run_parallel(_row_kernels.dyadic_blocks, flat, oflat, n, B, width, n_blocks, *args,
+                          n_tasks)  # fmt: skip
+        return out
+    if serial:
+        if inverse:
+            _kernels.haar_inverse_range(flat, oflat, A, n, B, 0, _kernels.n_blocks_of(A, B),
+                                   *_inverse_args(plan))  # fmt: skip
+        else:
+            _kernels.haar_forward_range(flat, oflat, A, n, B, 0, _kernels.n_blocks_of(A, B),
+                                   *_forward_args(plan))  # fmt: skip
+        return out
     kernel = _kernels.haar_inverse if inverse else _kernels.haar_forward
+    _run_parallel(kernel, flat, oflat, A, n, B, *plan.kernel_args(), n_threads)
+    return out
+
+
+def _run_parallel(kernel, *args):
     # dynamic scheduling of the kernel's tasks (see skorg._kernels._haar)
     chunk = numba.set_parallel_chunksize(1)
     try:
-        kernel(flat, out.reshape(-1), A, n, B, *plan.kernel_args(), numba.get_num_threads())
+        kernel(*args)
     finally:
         numba.set_parallel_chunksize(chunk)
-    return out
 
 
 # the fused last-two-axes kernel keeps one (n1, n2) slab in L2, and its tasks are whole slabs

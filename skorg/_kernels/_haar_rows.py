@@ -1,0 +1,310 @@
+"""Tree Haar kernels that keep one vector, or one run of rows, in cache at a time.
+
+The data is a flat C-contiguous view of an array of shape ``(A, n, B)`` transformed along
+the middle axis, as in :mod:`skorg._kernels._haar`, whose plan arrays these kernels take.
+They compute the same floating-point operations in the same order as that module's kernels
+(folder sums added child by child in node order, coefficient ``k`` as
+``wplus[k] * x - wminus[k] * (S[f] - a)`` with ``a`` the running sum of the folder), so
+the coefficients are equal bit for bit; only the memory access differs:
+
+- ``*_lanes``: one vector ("lane", ``X[a, :, b]``) at a time, for short trailing runs
+  (``B`` small, above all the last axis): the vector is gathered into a buffer of ``n``
+  values, transformed there and written out, so a long row is transformed in L1/L2
+  whatever its length, and the work is split over rows. On a perfect binary tree in its
+  canonical (BFS) coefficient order the folder sums of a level are the pairwise sums of the
+  level below, and the kernel runs level by level over contiguous buffers (the lifting
+  scheme: SIMD, no index arrays); on any other tree it goes through a buffer of every
+  node's sum.
+- ``dyadic_*_blocks``: a perfect binary tree along an axis with a long trailing run
+  (``B`` large, e.g. axis 0 of a C-ordered matrix): ``W`` neighbouring columns at a time,
+  whole row segments combined pairwise level by level, so each input row is read once and
+  the sums of a level stream through two buffers.
+
+Sums are accumulated in float64 whatever the data dtype. ``lo`` / ``hi`` are lane or
+block ranges; the parallel wrappers split them into ``n_tasks`` tasks (the caller sets a
+parallel chunk size of 1, so a thread slowed by another process takes fewer tasks), and
+the serial entry points (``*_range``) serve small inputs, where waking the thread pool
+costs more than the transform.
+"""
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def _split(task, n_tasks, total):
+    per = (total + n_tasks - 1) // n_tasks
+    return task * per, min(total, (task + 1) * per)
+
+
+# ---------------------------------------------------------------------- one lane at a time
+@numba.njit(cache=True)
+def _pair_level(src, dst, y, wp, wm, h):
+    """One lifting level: ``dst[j]`` = sum of the pair ``src[2j], src[2j + 1]``, ``y[j]`` its
+    coefficient. Every array starts at its first used entry, so the indices are
+    non-negative and the loop compiles to SIMD code."""
+    for j in range(h):
+        a = src[2 * j]
+        b = src[2 * j + 1]
+        s = a + b
+        y[j] = wp[j] * b - wm[j] * (s - b)
+        dst[j] = s
+
+
+@numba.njit(cache=True)
+def _unpair_level(src, dst, c, wp, wm, h):
+    """One inverse level: the totals ``src[j]`` of h folders pushed to their 2h children."""
+    for j in range(h):
+        ck = np.float64(c[j])
+        v = src[j]
+        dst[2 * j] = -(wm[j] * ck) + v
+        dst[2 * j + 1] = wp[j] * ck + v
+
+
+@numba.njit(cache=True)
+def _dyadic_forward_lane(x, y, leaf_order, wplus, wminus, scale0, t, u):
+    """Coefficients y (length n) of one vector x on a perfect binary tree.
+
+    Level by level from the leaves: folder ``j`` of a level with ``h`` folders is node
+    ``h - 1 + j``, its children are the leaf-order neighbours ``2j`` and ``2j + 1`` of the
+    level below, its '+' child is the second one and its coefficient is number ``h + j``.
+    ``t`` holds n values, ``u`` n / 2.
+    """
+    n = leaf_order.shape[0]
+    for i in range(n):
+        t[i] = x[leaf_order[i]]
+    h = n >> 1
+    while h >= 1:
+        _pair_level(t, u, y[h : 2 * h], wplus[h - 1 : 2 * h - 1], wminus[h - 1 : 2 * h - 1], h)
+        t, u = u, t
+        h >>= 1
+    y[0] = t[0] * scale0
+
+
+@numba.njit(cache=True)
+def _dyadic_inverse_lane(c, y, leaf_order, wplus, wminus, scale0, t, u):
+    """Data y of one coefficient vector c on a perfect binary tree (top-down, level by level).
+
+    A folder's total goes to its children as ``-(wminus * c) + total`` (first child) and
+    ``wplus * c + total`` (second), the values the node-by-node kernel pushes down. ``t``
+    and ``u`` hold n values each.
+    """
+    n = leaf_order.shape[0]
+    t[0] = np.float64(c[0]) * scale0
+    h = 1
+    while h < n:
+        _unpair_level(t, u, c[h : 2 * h], wplus[h - 1 : 2 * h - 1], wminus[h - 1 : 2 * h - 1], h)
+        t, u = u, t
+        h <<= 1
+    for i in range(n):
+        y[leaf_order[i]] = t[i]
+
+
+@numba.njit(cache=True)
+def _tree_forward_lane(x, y, leaf_order, child_ptr, first_leaf, cnode, cplus, wplus, wminus,
+                       scale0, V):  # fmt: skip
+    """Coefficients of one vector on any tree: every node's sum in V, then the coefficients."""
+    n = leaf_order.shape[0]
+    for i in range(n):
+        V[first_leaf + i] = x[leaf_order[i]]
+    for node in range(first_leaf - 1, -1, -1):
+        c0 = child_ptr[node]
+        s = V[c0]
+        for c in range(c0 + 1, child_ptr[node + 1]):
+            s += V[c]
+        V[node] = s
+    y[0] = V[0] * scale0
+    prev = -1
+    a = 0.0
+    for k in range(cnode.shape[0]):
+        f = cnode[k]
+        v = V[cplus[k]]
+        if f != prev:
+            prev = f
+            a = v
+        else:
+            a += v
+        y[k + 1] = wplus[k] * v - wminus[k] * (V[f] - a)
+
+
+@numba.njit(cache=True)
+def _tree_inverse_lane(c, y, leaf_order, parent, first_leaf, cnode, cplus, clast, wplus, wminus,
+                       scale0, V):  # fmt: skip
+    """Data of one coefficient vector on any tree: node values, then totals pushed down."""
+    n_nodes = parent.shape[0]
+    for node in range(1, n_nodes):
+        p = parent[node]
+        if (node == 1 or parent[node - 1] != p) and (node == n_nodes - 1 or parent[node + 1] != p):
+            V[node] = 0.0
+    V[0] = np.float64(c[0]) * scale0
+    prev = -1
+    ng = 0.0
+    for k in range(cnode.shape[0]):
+        f = cnode[k]
+        ck = np.float64(c[k + 1])
+        if f != prev:
+            prev = f
+            V[cplus[k]] = wplus[k] * ck
+            ng = -(wminus[k] * ck)
+        else:
+            V[cplus[k]] = ng + wplus[k] * ck
+            ng -= wminus[k] * ck
+        last = clast[k]
+        if last >= 0:
+            V[last] = ng
+    for node in range(1, first_leaf):
+        V[node] += V[parent[node]]
+    for node in range(first_leaf, n_nodes):
+        y[leaf_order[node - first_leaf]] = V[node] + V[parent[node]]
+
+
+@numba.njit(cache=True)
+def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, leaf_order, child_ptr, parent,
+                     first_leaf, cnode, cplus, clast, wplus, wminus):  # fmt: skip
+    """Transform lanes lo..hi-1 (lane l is X[l // B, :, l % B]) one at a time."""
+    scale0 = 1.0 / np.sqrt(n)
+    xin = np.empty(n, dtype=X.dtype)
+    yout = np.empty(n, dtype=out.dtype)
+    t = np.empty(n, dtype=np.float64)
+    u = np.empty(n, dtype=np.float64)
+    V = np.empty(parent.shape[0], dtype=np.float64)
+    for lane in range(lo, hi):
+        a = lane // B
+        b = lane % B
+        base = a * n * B + b
+        if B == 1:
+            x = X[base : base + n]
+            y = out[base : base + n]
+        else:
+            for p in range(n):
+                xin[p] = X[base + p * B]
+            x = xin
+            y = yout
+        if first_leaf == 0:  # a one-point tree: the root is the leaf
+            y[0] = x[0]
+        elif dyadic and not inverse:
+            _dyadic_forward_lane(x, y, leaf_order, wplus, wminus, scale0, t, u)
+        elif dyadic:
+            _dyadic_inverse_lane(x, y, leaf_order, wplus, wminus, scale0, t, u)
+        elif not inverse:
+            _tree_forward_lane(x, y, leaf_order, child_ptr, first_leaf, cnode, cplus, wplus,
+                               wminus, scale0, V)  # fmt: skip
+        else:
+            _tree_inverse_lane(x, y, leaf_order, parent, first_leaf, cnode, cplus, clast, wplus,
+                               wminus, scale0, V)  # fmt: skip
+        if B != 1:
+            for p in range(n):
+                out[base + p * B] = yout[p]
+
+
+@numba.njit(cache=True, parallel=True)
+def haar_lanes(X, out, n, B, n_lanes, inverse, dyadic, leaf_order, child_ptr, parent, first_leaf,
+               cnode, cplus, clast, wplus, wminus, n_tasks):  # fmt: skip
+    for task in numba.prange(n_tasks):
+        lo, hi = _split(task, n_tasks, n_lanes)
+        haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, leaf_order, child_ptr, parent,
+                         first_leaf, cnode, cplus, clast, wplus, wminus)  # fmt: skip
+
+
+# ---------------------------------------------------------------------- row segments
+@numba.njit(cache=True)
+def _dyadic_forward_block(X, out, s0, B, W, leaf_order, wplus, wminus, scale0, T, U):
+    """Coefficients of the W columns starting at flat offset s0 (rows at stride B)."""
+    n = leaf_order.shape[0]
+    h = n >> 1
+    for j in range(h):
+        ra = X[s0 + leaf_order[2 * j] * B : s0 + leaf_order[2 * j] * B + W]
+        rb = X[s0 + leaf_order[2 * j + 1] * B : s0 + leaf_order[2 * j + 1] * B + W]
+        y = out[s0 + (h + j) * B : s0 + (h + j) * B + W]
+        tj = T[j, :W]
+        wp = wplus[h - 1 + j]
+        wm = wminus[h - 1 + j]
+        for q in range(W):
+            a = np.float64(ra[q])
+            b = np.float64(rb[q])
+            s = a + b
+            y[q] = wp * b - wm * (s - b)
+            tj[q] = s
+    h >>= 1
+    while h >= 1:
+        for j in range(h):
+            ra = T[2 * j, :W]
+            rb = T[2 * j + 1, :W]
+            y = out[s0 + (h + j) * B : s0 + (h + j) * B + W]
+            uj = U[j, :W]
+            wp = wplus[h - 1 + j]
+            wm = wminus[h - 1 + j]
+            for q in range(W):
+                a = ra[q]
+                b = rb[q]
+                s = a + b
+                y[q] = wp * b - wm * (s - b)
+                uj[q] = s
+        T, U = U, T
+        h >>= 1
+    y = out[s0 : s0 + W]
+    t0 = T[0, :W]
+    for q in range(W):
+        y[q] = t0[q] * scale0
+
+
+@numba.njit(cache=True)
+def _dyadic_inverse_block(C, out, s0, B, W, leaf_order, wplus, wminus, scale0, T, U):
+    n = leaf_order.shape[0]
+    c0 = C[s0 : s0 + W]
+    t0 = T[0, :W]
+    for q in range(W):
+        t0[q] = np.float64(c0[q]) * scale0
+    h = 1
+    while h < n >> 1:
+        for j in range(h):
+            ck = C[s0 + (h + j) * B : s0 + (h + j) * B + W]
+            tj = T[j, :W]
+            ua = U[2 * j, :W]
+            ub = U[2 * j + 1, :W]
+            wp = wplus[h - 1 + j]
+            wm = wminus[h - 1 + j]
+            for q in range(W):
+                c = np.float64(ck[q])
+                v = tj[q]
+                ua[q] = -(wm * c) + v
+                ub[q] = wp * c + v
+        T, U = U, T
+        h <<= 1
+    for j in range(h):
+        ck = C[s0 + (h + j) * B : s0 + (h + j) * B + W]
+        tj = T[j, :W]
+        ya = out[s0 + leaf_order[2 * j] * B : s0 + leaf_order[2 * j] * B + W]
+        yb = out[s0 + leaf_order[2 * j + 1] * B : s0 + leaf_order[2 * j + 1] * B + W]
+        wp = wplus[h - 1 + j]
+        wm = wminus[h - 1 + j]
+        for q in range(W):
+            c = np.float64(ck[q])
+            v = tj[q]
+            ya[q] = -(wm * c) + v
+            yb[q] = wp * c + v
+
+
+@numba.njit(cache=True)
+def dyadic_blocks_range(X, out, n, B, width, lo, hi, inverse, leaf_order, wplus, wminus):
+    """Transform column blocks lo..hi-1 (block g: ``width`` columns of one ``a``)."""
+    scale0 = 1.0 / np.sqrt(n)
+    T = np.empty((max(n >> 1, 1), width), dtype=np.float64)
+    U = np.empty((max(n >> 1, 1), width), dtype=np.float64)
+    per_a = (B + width - 1) // width
+    for g in range(lo, hi):
+        a = g // per_a
+        b0 = (g % per_a) * width
+        W = min(width, B - b0)
+        s0 = a * n * B + b0
+        if inverse:
+            _dyadic_inverse_block(X, out, s0, B, W, leaf_order, wplus, wminus, scale0, T, U)
+        else:
+            _dyadic_forward_block(X, out, s0, B, W, leaf_order, wplus, wminus, scale0, T, U)
+
+
+@numba.njit(cache=True, parallel=True)
+def dyadic_blocks(X, out, n, B, width, n_blocks, inverse, leaf_order, wplus, wminus, n_tasks):
+    for task in numba.prange(n_tasks):
+        lo, hi = _split(task, n_tasks, n_blocks)
+        dyadic_blocks_range(X, out, n, B, width, lo, hi, inverse, leaf_order, wplus, wminus)

@@ -1,0 +1,150 @@
+"""Every memory-access path of the one-axis tree Haar transform gives the same coefficients.
+
+The transform dispatches on the layout (lanes one at a time, lifting over row segments,
+64-lane blocks), on the tree (perfect binary trees in canonical order get the lifting
+kernels) and on the size (small inputs stay on the calling thread). Each path must equal the
+node-by-node block kernel bit for bit, and the dyadic Haar must equal PyWavelets' Haar.
+"""
+
+from unittest import mock
+
+import numba
+import numpy as np
+import pytest
+import pywt
+
+import skorg.transforms._haar as haar_module
+from skorg._kernels import _haar as block_kernels
+from skorg.transforms import haar_transform, inverse_haar_transform
+from skorg.trees import PartitionTree, dyadic_tree
+
+
+def _block_reference(X, tree, axis, inverse, order="bfs"):
+    """The node-by-node 64-lane block kernel, called directly (one path for every case)."""
+    plan = haar_module._get_plan(tree, order)
+    X = np.ascontiguousarray(X)
+    n = X.shape[axis]
+    A = int(np.prod(X.shape[:axis]))
+    B = int(np.prod(X.shape[axis + 1 :]))
+    out = np.empty_like(X)
+    kernel = block_kernels.haar_inverse if inverse else block_kernels.haar_forward
+    kernel(X.reshape(-1), out.reshape(-1), A, n, B, *plan.kernel_args(), numba.get_num_threads())
+    return out
+
+
+def _wide_tree(n, seed):
+    """Nested partitions with wide folders and one-child chains (random labels)."""
+    rng = np.random.default_rng(seed)
+    levels = [np.zeros(n, dtype=int)]
+    for _ in range(3):
+        levels.append(levels[-1] * 5 + rng.integers(0, 5, size=n))
+    levels.append(levels[-1])
+    levels.append(np.arange(n))
+    return PartitionTree.from_levels(np.array(levels))
+
+
+def _trees(n, rng):
+    return {
+        "dyadic": dyadic_tree(n),
+        "dyadic-shuffled": dyadic_tree(rng.permutation(n)),
+        "wide": _wide_tree(n, n),
+    }
+
+
+# (shape, axis): lanes one at a time (B == 1 and 1 < B < 16 with n >= 256), short lanes in
+# transposed blocks (n < 256), row segments (B >= 16), a 1-D vector
+LAYOUTS = [
+    ((6, 512), 1),
+    ((3, 256, 5), 1),
+    ((40, 64), 1),
+    ((512, 20), 0),
+    ((4, 64, 300), 1),
+    ((1024,), 0),
+]
+
+
+@pytest.mark.parametrize(("shape", "axis"), LAYOUTS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("serial", [True, False])
+def test_every_path_equals_the_block_kernel_bit_for_bit(shape, axis, dtype, serial):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=shape).astype(dtype)
+    before = X.copy()
+    size = 1 << 40 if serial else 0
+    with mock.patch.object(haar_module, "_SERIAL_SIZE", size):
+        for name, tree in _trees(shape[axis], rng).items():
+            for order in ("bfs", "reference"):
+                C = haar_transform(X, tree, axis=axis, order=order)
+                assert C.dtype == dtype
+                expected = _block_reference(X, tree, axis, False, order)
+                np.testing.assert_array_equal(C, expected, err_msg=f"{name} {order}")
+                back = inverse_haar_transform(C, tree, axis=axis, order=order)
+                np.testing.assert_array_equal(
+                    back, _block_reference(C, tree, axis, True, order), err_msg=f"{name} {order}"
+                )
+                tol = 1e-12 if dtype == np.float64 else 1e-5
+                np.testing.assert_allclose(back, X, atol=tol * np.abs(X).max())
+    np.testing.assert_array_equal(X, before)  # the input is never written
+
+
+def test_perfect_binary_trees_take_the_lifting_kernels():
+    rng = np.random.default_rng(2)
+    assert haar_module._get_plan(dyadic_tree(1024)).dyadic
+    assert haar_module._get_plan(dyadic_tree(rng.permutation(8))).dyadic
+    # the reference order puts the folders of a level in another order: node-by-node path
+    assert not haar_module._get_plan(dyadic_tree(rng.permutation(8)), "reference").dyadic
+    assert haar_module._get_plan(dyadic_tree(np.arange(8)), "reference").dyadic
+    for n in (1, 3, 6, 100):  # not a power of two: one-child chains
+        assert not haar_module._get_plan(dyadic_tree(n)).dyadic
+    assert not haar_module._get_plan(_wide_tree(64, 0)).dyadic
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((8, 1024), 1), ((512, 32), 0), ((4, 256, 3), 1)])
+def test_fortran_order_is_transformed_without_a_copy_and_equals_c_order(shape, axis):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=shape)
+    XF = np.asfortranarray(X)
+    tree = dyadic_tree(rng.permutation(shape[axis]))
+    C = haar_transform(X, tree, axis=axis)
+    CF = haar_transform(XF, tree, axis=axis)
+    assert CF.flags.f_contiguous
+    np.testing.assert_array_equal(CF, C)
+    back = inverse_haar_transform(CF, tree, axis=axis)
+    assert back.flags.f_contiguous
+    np.testing.assert_array_equal(back, inverse_haar_transform(C, tree, axis=axis))
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((4, 2048), 1), ((1024, 24), 0), ((8, 64), 1)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dyadic_tree_equals_pywavelets_haar(shape, axis, dtype):
+    """Canonical order psi_0, then level by level: |coefficients| equal pywt.wavedec's.
+
+    PyWavelets' full Haar decomposition returns [cA_L, cD_L, ..., cD_1]; concatenated, it is
+    our coefficient vector up to the sign of each detail.
+    """
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=shape).astype(dtype)
+    n = shape[axis]
+    for tree, Xp in (
+        (dyadic_tree(n), X),
+        # a shuffled leaf order is the ordinary Haar of the data in that order
+        (dyadic_tree(order := rng.permutation(n)), np.take(X, order, axis=axis)),
+    ):
+        C = haar_transform(X, tree, axis=axis)
+        ref = np.concatenate(pywt.wavedec(Xp.astype(np.float64), "haar", axis=axis), axis=axis)
+        tol = 1e-12 if dtype == np.float64 else 1e-5
+        scale = np.abs(ref).max()
+        np.testing.assert_allclose(np.abs(C), np.abs(ref), rtol=0, atol=tol * scale)
+        # as sets of magnitudes too (the issue's check, independent of the order)
+        np.testing.assert_allclose(
+            np.sort(np.abs(C), axis=None), np.sort(np.abs(ref), axis=None), atol=tol * scale
+        )
+
+
+def test_block_width_stays_within_the_buffer_budget():
+    for n in (2, 1024, 1 << 16, 1 << 20, 1 << 24):
+        for B in (16, 100, 10_000):
+            w = haar_module._block_width(n, B)
+            assert 1 <= w <= B
+            assert w == B or w >= 16
+            assert 8 * n * w <= haar_module._BLOCK_BYTES or w == min(16, B)
