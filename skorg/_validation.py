@@ -10,6 +10,7 @@ __all__ = [
     "check_tree_for_axis",
     "memory_budget",
     "pow2_scale",
+    "safe_norm",
     "scale_rows",
     "scaled_copy",
 ]
@@ -180,3 +181,18 @@ def check_memory(nbytes, what):
             f"{what} needs about {nbytes / 2**30:.3g} GiB, more than the memory budget of "
             f"{budget / 2**30:.3g} GiB (half the physical memory, or SKORG_MAX_MEMORY in MiB)."
         )
+
+
+def safe_norm(x):
+    """Euclidean (Frobenius) norm of any finite array without overflow or underflow of the
+    squares: scaled by the largest magnitude when that is extreme."""
+    x = np.asarray(x, dtype=np.float64).ravel()
+    if x.size == 0:
+        return 0.0
+    m = float(np.max(np.abs(x)))
+    if m == 0.0 or not np.isfinite(m):
+        return m
+    if 2.0**-400 <= m <= 2.0**400:
+        return float(np.sqrt(np.dot(x, x)))
+    y = x / m
+    return m * float(np.sqrt(np.dot(y, y)))

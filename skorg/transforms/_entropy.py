@@ -6,7 +6,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .._validation import scale_rows
+from .._validation import safe_norm, scale_rows
 from ._haar import _check_array, _check_trees, _multi, haar_support
 
 __all__ = ["l1_entropy"]
@@ -53,15 +53,6 @@ def _entropy_one(C, selection, keep, block):
     if selection == "support" and keep is not None:
         return float(np.abs(C.ravel()[keep]).sum())
     return float(np.abs(C).sum())
-
-
-def _norm(x):
-    """Euclidean norm without overflow of the squares (scaled by the largest magnitude)."""
-    x = np.asarray(x, dtype=np.float64).ravel()
-    m = float(np.max(np.abs(x))) if x.size else 0.0
-    if m == 0.0:
-        return 0.0
-    return m * float(np.linalg.norm(x / m))
 
 
 def l1_entropy(X, trees, *, selection="all", k=400, shape=None, normalize=False):
@@ -169,7 +160,7 @@ def l1_entropy(X, trees, *, selection="all", k=400, shape=None, normalize=False)
     for i in range(C.shape[0]):
         value = _entropy_one(C[i], selection, keep, block)
         if normalize:
-            norm = _norm(Xb[i])
+            norm = safe_norm(Xb[i])
             value = value / norm if norm > 0 else 0.0
         out[i] = value
     if not batch_axes:

@@ -148,11 +148,23 @@ class _Averager:
 
 
 # --------------------------------------------------------------------------- validation
+# Logits beyond this magnitude would overflow the sums behind the block means and the row
+# shifts (the decomposition is not homogeneous, so it cannot be rescaled).
+MAX_LOGIT = 1e300
+
+
 def _check_matrix(f, name="f"):
     f = check_array(
         f, dtype=np.float64, ensure_all_finite=True, ensure_2d=True, input_name=name, copy=False
     )
-    return np.asarray(f, dtype=np.float64)
+    f = np.asarray(f, dtype=np.float64)
+    if f.size and float(np.max(np.abs(f))) > MAX_LOGIT:
+        raise ValueError(
+            f"{name} has entries of magnitude up to {float(np.max(np.abs(f))):.3g}; the "
+            f"paraproduct needs |{name}| <= {MAX_LOGIT:g} (its block means and row shifts "
+            "would overflow)."
+        )
+    return f
 
 
 def _check_tree(tree, n, name, axis):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 import numpy as np
 
@@ -48,8 +49,10 @@ def corner_block_logits(M, n=4):
            [ 0.,  0., 10., 10.],
            [ 0.,  0., 10., 10.]])
     """
-    if not isinstance(n, (int, np.integer)) or n < 2 or n % 2:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2 or n % 2:
         raise ValueError(f"n must be an even integer >= 2, got {n!r}.")
+    if isinstance(M, bool) or not isinstance(M, (Real, np.floating, np.integer)):
+        raise TypeError(f"M must be a real number, got {M!r}.")
     if not np.isfinite(M):
         raise ValueError(f"M must be finite, got {M!r}.")
     f = np.zeros((n, n))
