@@ -8,6 +8,7 @@ missing extra) ends with exit code 2 and a one-line reason on stderr, never a tr
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -27,16 +28,38 @@ def _progress(args, total):
     return Progress(total, enabled=not args.quiet)
 
 
+# Lists the files of the last report written into a folder, so that the next run into the
+# same folder removes what it does not rewrite (a folder never mixes two runs).
+MANIFEST = ".skorg-files"
+
+
+def _remove_stale(folder, keep):
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        return
+    for name in manifest.read_text(encoding="utf-8").split("\n"):
+        # only plain file names that an earlier report wrote; never a path elsewhere
+        if name and name not in keep and Path(name).name == name and not name.startswith("."):
+            stale = folder / name
+            if stale.is_file():
+                stale.unlink()
+
+
 def _write(report, args, outputs=None):
     import numpy as np
 
     folder = Path(args.output)
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"--output {folder} exists and is not a folder")
+    names = {"index.html", "results.json"}
+    names |= {f"{table.name}.csv" for table in report.tables()}
+    names |= {f"{name}.npy" for name in outputs or {}}
     try:
+        _remove_stale(folder, names)
         path = report.write(folder)
         for name, array in (outputs or {}).items():
             np.save(folder / f"{name}.npy", array)
+        (folder / MANIFEST).write_text("\n".join(sorted(names)) + "\n", encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write the report to {folder}: {exc.strerror or exc}") from exc
     print("\n".join(f"- {line}" for line in report.summary))
@@ -48,17 +71,75 @@ def _write(report, args, outputs=None):
     return path
 
 
-def _positive(kind, minimum):
+def _positive(kind, minimum, maximum=None):
     def parse(text):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if kind is float and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text}")
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, got {text}")
         return value
 
     return parse
+
+
+def _finite(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text}")
+    return value
+
+
+def _block_value(text):
+    value = _finite(text)
+    if abs(value) > 1e300:
+        raise argparse.ArgumentTypeError(
+            f"must lie in [-1e300, 1e300] (larger logits overflow the block means), got {text}"
+        )
+    return value
+
+
+# Seeds of numpy's generators (and of the shuffles the reports draw).
+SEED_MAX = 2**32 - 1
+# The command line organizes axes up to this length on the dense path (several
+# (n, n) float64 matrices per axis: 0.8 GB each at 10,000, and minutes of work beyond);
+# the Python API's sparse path (affinity_mode="sparse") takes longer axes.
+MAX_AXIS = 10_000
+# Peak bytes of `skorg organize` per entry of the data (the Haar transforms, compression
+# curves and heatmaps of three tree sets) and per entry of each axis's (n, n) matrices.
+_BYTES_PER_ENTRY = 8 * 40
+_BYTES_PER_PAIR = 8 * 10
+
+
+def check_organize_size(shape, what="the data"):
+    """Refuse, before any work, data that the organize report cannot handle in time and memory."""
+    from ._validation import memory_budget
+
+    for axis, n in enumerate(shape):
+        if n > MAX_AXIS:
+            raise UsageError(
+                f"{what} has {n:,} entries on axis {axis}; the command line organizes axes of "
+                f"at most {MAX_AXIS:,} (the dense questionnaire needs about "
+                f"{_BYTES_PER_PAIR * n * n / 2**30:.1f} GiB for that axis); use "
+                "skorg.QuestionnaireOrganizer(affinity_mode='sparse') in Python"
+            )
+    size = math.prod(int(n) for n in shape)
+    need = _BYTES_PER_ENTRY * size + sum(_BYTES_PER_PAIR * int(n) ** 2 for n in shape)
+    budget = memory_budget()
+    if need > budget:
+        raise UsageError(
+            f"{what} of shape {tuple(shape)} needs about {need / 2**30:.1f} GiB, more than "
+            f"the memory budget of {budget / 2**30:.1f} GiB (half the physical memory, or "
+            "SKORG_MAX_MEMORY in MiB)"
+        )
 
 
 def _synthetic_data(args):
@@ -66,6 +147,7 @@ def _synthetic_data(args):
 
     if args.size < 4:
         raise UsageError(f"--size must be at least 4, got {args.size}")
+    check_organize_size((args.size, args.size), f"--size {args.size}")
     return make_shuffled_matrix(
         args.size, args.size, kind=args.kind, noise=args.noise, random_state=args.seed
     )
@@ -133,6 +215,7 @@ def _organize(args):
         raise UsageError("give a FILE (.npy, .npz or .csv) or --synthetic")
     else:
         X, name = load_array(args.file, key=args.key), Path(args.file).name
+        check_organize_size(getattr(X, "shape", ()), Path(args.file).name)
     progress = _progress(args, 3)
     report, outputs = organize_report(
         X,
@@ -190,10 +273,25 @@ def _add_common(parser, output=None):
 
 def _add_synthetic(parser, n_iter_default):
     group = parser.add_argument_group("synthetic data (a shuffled smooth matrix)")
-    group.add_argument("--size", type=int, default=128, help="rows and columns (default 128)")
+    group.add_argument(
+        "--size",
+        type=_positive(int, 4, MAX_AXIS),
+        default=128,
+        help=f"rows and columns, 4 to {MAX_AXIS} (default 128)",
+    )
     group.add_argument("--kind", choices=["band", "ridge", "product"], default="band")
-    group.add_argument("--noise", type=float, default=0.05)
-    group.add_argument("--seed", type=int, default=0)
+    group.add_argument(
+        "--noise",
+        type=_positive(float, 0.0),
+        default=0.05,
+        help="standard deviation of the added noise, relative (default 0.05)",
+    )
+    group.add_argument(
+        "--seed",
+        type=_positive(int, 0, SEED_MAX),
+        default=0,
+        help=f"random seed, 0 to {SEED_MAX} (default 0)",
+    )
     if n_iter_default is not None:
         group.add_argument("--n-iter", type=_positive(int, 1), default=n_iter_default)
 
@@ -213,8 +311,15 @@ def _add_attention_options(parser):
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors on one line (the command line's contract)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _build_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="skorg",
         description="Organize matrices, tensors and transformer attention with partition "
         "trees; every command writes an HTML report with CSV/JSON numbers.",
@@ -283,7 +388,7 @@ def _build_parser():
     org.add_argument("--preset", choices=["paper_2d_holder", "paper_3d_heads"])
     org.add_argument(
         "--compress",
-        type=float,
+        type=_finite,
         metavar="FRACTION",
         help="keep this fraction of the Haar coefficients (writes compressed.npy)",
     )
@@ -316,7 +421,7 @@ def _build_parser():
     )
     par.add_argument(
         "--M",
-        type=float,
+        type=_block_value,
         nargs="+",
         default=[1, 10, 100, 1000],
         help="block values of the 4 x 4 test (default 1 10 100 1000)",
@@ -357,9 +462,20 @@ def main(argv=None):
     except (UsageError, InputError) as exc:
         print(f"skorg: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError as exc:
+        print(f"skorg: error: not enough memory: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("skorg: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # the last resort: one line, never a traceback
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(
+            f"skorg: error: {type(exc).__name__}: {first} (an unexpected failure; please "
+            "report it with the command line)",
+            file=sys.stderr,
+        )
+        return 2
     if not getattr(args, "quiet", False):
         print(f"finished in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return code

@@ -6,7 +6,17 @@ from numbers import Integral
 
 import numpy as np
 
-__all__ = ["check_finite_array", "check_int_seed", "check_tree_for_axis"]
+__all__ = [
+    "check_finite_array",
+    "check_int_seed",
+    "check_memory",
+    "check_tree_for_axis",
+    "memory_budget",
+    "pow2_scale",
+    "safe_norm",
+    "scale_rows",
+    "scaled_copy",
+]
 
 
 def check_finite_array(
@@ -31,6 +41,11 @@ def check_finite_array(
     """
     if hasattr(X, "detach") and hasattr(X, "numpy"):  # torch tensors without importing torch
         X = X.detach().cpu().numpy()
+    if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse, without importing it
+        raise TypeError(
+            f"{name} is a sparse matrix ({type(X).__name__}); this function needs a dense "
+            f"array: pass {name}.toarray()."
+        )
     arr = np.asarray(X)
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
@@ -89,3 +104,111 @@ def check_int_seed(random_state):
     from sklearn.utils import check_random_state
 
     return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+
+
+# Data whose largest magnitude lies in [2**-SAFE_EXPONENT, 2**SAFE_EXPONENT] can be squared,
+# summed over a million terms and exponentiated in float64 without overflow or underflow.
+SAFE_EXPONENT = 400
+
+
+def pow2_scale(X, *, always=False, limit=SAFE_EXPONENT):
+    """A power of two ``s`` such that ``max |X| * s`` lies in [0.5, 1).
+
+    Multiplying by a power of two is exact in floating point (barring underflow), so a
+    computation that is homogeneous in X gives bit for bit the same result on ``X * s``,
+    rescaled, as on X, while its squares and sums can no longer overflow or underflow.
+    Returns 1.0 for an all-zero (or empty) array, and, unless ``always``, when ``max |X|``
+    already lies in ``[2**-limit, 2**limit]`` (then no copy is needed).
+    """
+    X = np.asarray(X)
+    if X.size == 0:
+        return 1.0
+    m = float(np.max(np.abs(X)))
+    if m == 0.0 or not np.isfinite(m):
+        return 1.0
+    exponent = int(np.frexp(m)[1])
+    if not always and -limit <= exponent <= limit:
+        return 1.0
+    return float(np.ldexp(1.0, int(np.clip(-exponent, -1020, 1020))))
+
+
+def scaled_copy(X, *, always=False, limit=SAFE_EXPONENT):
+    """``(X * s, s)`` with ``s = pow2_scale(X)``; X itself (not a copy) when ``s == 1``."""
+    s = pow2_scale(X, always=always, limit=limit)
+    if s == 1.0:
+        return X, 1.0
+    if X.dtype == np.float64:
+        return X * s, s
+    return np.multiply(X, s, dtype=np.float64).astype(X.dtype), s
+
+
+def scale_rows(X, *, limit=SAFE_EXPONENT):
+    """X (2-D) with every row multiplied by a power of two when its magnitude is extreme.
+
+    For quantities that do not change when a row is multiplied by a positive number
+    (cosines, normalized entropies): rows whose largest magnitude lies outside
+    ``[2**-limit, 2**limit]`` are brought (exactly) to largest magnitude in [0.5, 1)
+    so that their squares cannot overflow or underflow. X itself when no row needs it.
+    NaN entries are ignored in the maxima.
+    """
+    if X.shape[1] == 0:
+        return X
+    with np.errstate(invalid="ignore"):
+        m = np.max(np.where(np.isnan(X), 0.0, np.abs(X)), axis=1)
+    m = np.where(np.isfinite(m), m, 0.0)
+    exponent = np.frexp(m)[1]
+    bad = (m > 0) & ((exponent > limit) | (exponent < -limit))
+    if not bad.any():
+        return X
+    s = np.where(bad, np.ldexp(1.0, np.clip(-exponent, -1020, 1020)), 1.0)
+    return (X * s[:, None]).astype(X.dtype, copy=False)
+
+
+def memory_budget():
+    """The working-memory budget of one call, in bytes.
+
+    ``SKORG_MAX_MEMORY`` (MiB) when set, otherwise half of the machine's physical memory
+    (8 GiB where that cannot be read). Paths whose memory grows faster than their input
+    (the paraproduct, dense pairwise matrices, the command line's data) compare their
+    estimate with it before they allocate.
+    """
+    import os
+
+    value = os.environ.get("SKORG_MAX_MEMORY")
+    if value:
+        try:
+            mib = float(value)
+        except ValueError:
+            mib = float("nan")
+        if not (np.isfinite(mib) and mib > 0):
+            raise ValueError(f"SKORG_MAX_MEMORY must be a positive number of MiB, got {value!r}.")
+        return int(mib * 2**20)
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
+    except (AttributeError, ValueError, OSError):
+        return 8 * 2**30
+
+
+def check_memory(nbytes, what):
+    """Raise MemoryError, with the figures, when ``nbytes`` exceeds :func:`memory_budget`."""
+    budget = memory_budget()
+    if nbytes > budget:
+        raise MemoryError(
+            f"{what} needs about {nbytes / 2**30:.3g} GiB, more than the memory budget of "
+            f"{budget / 2**30:.3g} GiB (half the physical memory, or SKORG_MAX_MEMORY in MiB)."
+        )
+
+
+def safe_norm(x):
+    """Euclidean (Frobenius) norm of any finite array without overflow or underflow of the
+    squares: scaled by the largest magnitude when that is extreme."""
+    x = np.asarray(x, dtype=np.float64).ravel()
+    if x.size == 0:
+        return 0.0
+    m = float(np.max(np.abs(x)))
+    if m == 0.0 or not np.isfinite(m):
+        return m
+    if 2.0**-400 <= m <= 2.0**400:
+        return float(np.sqrt(np.dot(x, x)))
+    y = x / m
+    return m * float(np.sqrt(np.dot(y, y)))

@@ -412,7 +412,7 @@ def test_paraproduct_check_on_minilm_heads(capsys, tmp_path):
 
 
 def test_paraproduct_check_bad_inputs_exit_2(capsys, monkeypatch):
-    assert_usage_error(capsys, "invalid float value", "paraproduct-check", "--M", "big")
+    assert_usage_error(capsys, "expected a number", "paraproduct-check", "--M", "big")
     assert_usage_error(capsys, "unknown model 'nope'", "paraproduct-check", "--model", "nope")
     monkeypatch.setitem(sys.modules, "transformers", None)
     assert_usage_error(capsys, "--model none", "paraproduct-check")

@@ -7,7 +7,7 @@ from numbers import Real
 import numpy as np
 
 from .._blas import serial_blas
-from .._validation import check_finite_array
+from .._validation import check_finite_array, scale_rows, scaled_copy
 
 __all__ = [
     "affinity_matrix",
@@ -15,6 +15,13 @@ __all__ = [
     "cosine_affinity",
     "gaussian_affinity",
 ]
+
+
+def _check_threshold(threshold):
+    if threshold is None:
+        return
+    if isinstance(threshold, bool) or not isinstance(threshold, Real) or np.isnan(threshold):
+        raise ValueError(f"threshold must be a number or None, got {threshold!r}.")
 
 
 def _missing_mask(X, missing_values):
@@ -66,7 +73,9 @@ def cosine_affinity(X, *, threshold=0.0, missing_values=None, absolute=False):
     """
     allow_nan = missing_values is not None
     X = check_finite_array(X, "X", ndim=2, min_rows=1, allow_nan=allow_nan)
+    _check_threshold(threshold)
     missing = _missing_mask(X, missing_values)
+    X = scale_rows(X)
     small = X.shape[0] ** 2 * X.shape[1] <= _SERIAL_GRAM_MAX
     if missing is None:
         norms = np.sqrt(np.einsum("ij,ij->i", X, X))
@@ -115,6 +124,8 @@ def correlation_affinity(X, *, threshold=0.0):
            [0.993, 1.   ]])
     """
     X = check_finite_array(X, "X", ndim=2, min_rows=1)
+    _check_threshold(threshold)
+    X = scale_rows(X)  # the row means of values near 1e307 would overflow
     return cosine_affinity(X - X.mean(axis=1, keepdims=True), threshold=threshold)
 
 
@@ -148,10 +159,13 @@ def gaussian_affinity(X, *, n_neighbors=5, epsilon=1.0):
     """
     X = check_finite_array(X, "X", ndim=2, min_rows=1)
     n = X.shape[0]
-    if not (isinstance(n_neighbors, (int, np.integer)) and n_neighbors >= 1):
+    if isinstance(n_neighbors, bool) or not (
+        isinstance(n_neighbors, (int, np.integer)) and n_neighbors >= 1
+    ):
         raise ValueError(f"n_neighbors must be a positive integer, got {n_neighbors!r}.")
     if not (isinstance(epsilon, Real) and np.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a positive number, got {epsilon!r}.")
+    X, _ = scaled_copy(X)  # the kernel depends on distance ratios only: scale-free, exact
     sq = np.einsum("ij,ij->i", X, X)
     d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (X @ X.T), 0.0)
     np.fill_diagonal(d2, 0.0)
@@ -221,7 +235,7 @@ def check_affinity(A, name="affinity"):
         )
     if np.array_equal(A, A.T):  # the common case, and far cheaper than the tolerance test
         return A
-    scale = max(float(np.abs(A).max()), 1.0)
+    scale = float(np.abs(A).max()) or 1.0  # relative: affinities in any units
     if not np.allclose(A, A.T, rtol=1e-10, atol=1e-12 * scale):
         raise ValueError(f"{name} must be symmetric.")
     return A

@@ -14,9 +14,23 @@ from ._affinity import check_affinity
 
 __all__ = ["diffusion_eigenpairs", "diffusion_embedding"]
 
-# Affinities below this are treated as absent (the original drops them too).
+# Affinities below this (relative to the largest affinity) are treated as absent (the
+# original drops them too, on affinities whose largest value is 1).
 _AFFINITY_FLOOR = 1e-8
 _DEGREE_EPS = 1e-15
+
+
+def _unit_max(A):
+    """A divided by its largest entry (when that is not already 1).
+
+    The Markov operator does not change when the affinity is multiplied by a constant;
+    dividing first makes the floor and the degree epsilon relative, so an affinity in any
+    units (1e-30 or 1e30) gives the same eigenpairs.
+    """
+    m = float(A.max()) if A.size else 0.0
+    if m > 0.0 and m != 1.0:
+        return A / m
+    return A
 
 
 def _symmetric_markov(A, density_normalize):
@@ -24,6 +38,7 @@ def _symmetric_markov(A, density_normalize):
 
     Works in one new array (large temporaries cost page faults, more than the arithmetic).
     """
+    A = _unit_max(A)
     A = np.where(A > _AFFINITY_FLOOR, A, 0.0)
     isolated = A.sum(axis=1) == 0
     if isolated.any():
@@ -44,8 +59,10 @@ def diffusion_eigenpairs(
     Parameters
     ----------
     affinity : array-like of shape (n_points, n_points)
-        Symmetric, non-negative. Entries at or below 1e-8 are dropped; a point
-        with no affinity left is given a self-loop (its own component).
+        Symmetric, non-negative. The affinity is divided by its largest entry
+        (the result does not depend on its units); entries at or below 1e-8
+        are then dropped, and a point with no affinity left is given a
+        self-loop (its own component).
     n_eigs : int, default=12
         Number of eigenpairs, the trivial one included (capped at n_points).
     density_normalize : bool, default=True

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,7 +20,9 @@ _DENSE_MAX = 512
 def check_sparse_affinity(A):
     if not sp.issparse(A):
         A = sp.csr_matrix(np.asarray(A, dtype=np.float64))
-    A = sp.csr_matrix(A, dtype=np.float64)
+    # a copy: the caller's matrix is never edited (the floor below works in place)
+    A = sp.csr_matrix(A, dtype=np.float64, copy=True)
+    A.sum_duplicates()
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < 1:
         raise ValueError(f"affinity must be a non-empty square matrix, got shape {A.shape}.")
     if not np.all(np.isfinite(A.data)):
@@ -28,7 +30,7 @@ def check_sparse_affinity(A):
     if np.any(A.data < 0):
         raise ValueError("affinity must be non-negative.")
     diff = abs(A - A.T)
-    scale = max(float(abs(A).max()), 1.0)
+    scale = float(abs(A).max()) if A.nnz else 1.0
     if diff.nnz and float(diff.max()) > 1e-10 * scale:
         raise ValueError("affinity must be symmetric.")
     return A
@@ -41,8 +43,9 @@ def sparse_diffusion_eigenpairs(affinity, n_eigs=12, *, density_normalize=True, 
     Parameters
     ----------
     affinity : sparse matrix or array-like of shape (n_points, n_points)
-        Symmetric and non-negative; entries at or below 1e-8 are dropped and a point with no
-        affinity left gets a self-loop, as in the dense function.
+        Symmetric and non-negative; never modified. As in the dense function it is divided
+        by its largest entry, entries at or below 1e-8 are dropped and a point with no
+        affinity left gets a self-loop.
     n_eigs : int, default=12
         Eigenpairs, the trivial one included.
     density_normalize : bool, default=True
@@ -79,11 +82,16 @@ def sparse_diffusion_eigenpairs(affinity, n_eigs=12, *, density_normalize=True, 
     n = A.shape[0]
     if isinstance(n_eigs, bool) or not isinstance(n_eigs, Integral) or n_eigs < 1:
         raise ValueError(f"n_eigs must be a positive integer, got {n_eigs!r}.")
+    if isinstance(tol, bool) or not isinstance(tol, Real) or not (np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"tol must be a finite non-negative number, got {tol!r}.")
     k = min(int(n_eigs), n)
     if n <= _DENSE_MAX or 3 * k >= n:
         return diffusion_eigenpairs(
             A.toarray(), k, density_normalize=density_normalize, check_input=False
         )
+    top = float(A.data.max()) if A.nnz else 0.0
+    if top > 0.0 and top != 1.0:
+        A.data /= top  # relative floor and epsilons, as in the dense path
     A.data[A.data <= _AFFINITY_FLOOR] = 0.0
     A.eliminate_zeros()
     isolated = np.asarray(A.sum(axis=1)).ravel() == 0

@@ -11,7 +11,7 @@ import numpy as np
 from .._kernels import _bifolder as _kb
 from .._kernels import _emd as _k
 from .._selection import order_statistics
-from .._validation import check_finite_array, check_tree_for_axis
+from .._validation import check_finite_array, check_tree_for_axis, pow2_scale, scaled_copy
 
 __all__ = ["dual_affinity", "multi_tree_emd", "tree_emd", "tree_emd_features"]
 
@@ -49,6 +49,10 @@ def _numba_threads(n_jobs):
         numba.set_num_threads(previous)
 
 
+# float32 features and sums stay far inside their range for data of magnitude 2**+-40
+_FLOAT32_EXPONENT = 40
+
+
 def _check_real(value, name):
     if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
         raise ValueError(f"{name} must be a finite real number, got {value!r}.")
@@ -56,12 +60,34 @@ def _check_real(value, name):
 
 
 def _feature_dtype(X, dtype):
+    """The feature dtype: float32 only where the range of X allows it (else float64)."""
     if dtype is None:
-        return X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    dtype = np.dtype(dtype)
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be None, float32 or float64, got {dtype}.")
+        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    else:
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            raise ValueError(f"dtype must be None, float32 or float64, got {dtype!r}.") from None
+        if dtype not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be None, float32 or float64, got {dtype}.")
+    if dtype == np.float32 and pow2_scale(X, limit=_FLOAT32_EXPONENT) != 1.0:
+        # features or distances of data this large or small would overflow or underflow
+        return np.dtype(np.float64)
     return dtype
+
+
+def _in_range(X, dtype):
+    """``(X * s, s)``: X scaled exactly by a power of two when its magnitude would let the
+    float64 features or the sums overflow or underflow (tree EMD is homogeneous of
+    degree 1 in X, so the distances of X are those of ``X * s`` divided by ``s``)."""
+    return scaled_copy(X)
+
+
+def _unscaled(D, s):
+    if s != 1.0:
+        with np.errstate(over="ignore"):  # only a value beyond the float range overflows
+            D = D * (1.0 / s)
+    return D
 
 
 def _folder_plan(tree, alpha, beta, exclude_singletons, folder_weights, name):
@@ -335,8 +361,9 @@ def tree_emd_features(
     X, plan, dtype = _check_tree_emd_input(
         X, tree, alpha, beta, exclude_singletons, folder_weights, dtype
     )
+    X, s = _in_range(X, dtype)
     with _numba_threads(n_jobs):
-        return _features(X, {1: plan}, dtype)
+        return _unscaled(_features(X, {1: plan}, dtype), s)
 
 
 def _check_tree_emd_input(X, tree, alpha, beta, exclude_singletons, folder_weights, dtype):
@@ -383,7 +410,11 @@ def tree_emd(
         (float64 for other dtypes). Folder sums are always taken in float64. The float32
         path rounds the features and sums their differences in float32 runs of 256 features
         (each run added in float64) at twice the SIMD width: distances accurate to about
-        1e-7 to 1e-6 relative.
+        1e-7 to 1e-6 relative. float32 is used only where the range allows it: for data
+        whose largest magnitude lies outside about 1e-12 to 1e12 the features and the
+        result are float64. Data of any magnitude is scaled exactly (by a power of two)
+        before the sums, so finite data gives finite distances unless a distance itself
+        exceeds the float64 range.
     n_jobs : int, optional
         Number of numba threads (-1: all); None uses numba's current setting.
 
@@ -433,10 +464,11 @@ def tree_emd(
     X, plan, dtype = _check_tree_emd_input(
         X, tree, alpha, beta, exclude_singletons, folder_weights, dtype
     )
+    X, s = _in_range(X, dtype)
     with _numba_threads(n_jobs):
         D = np.zeros((X.shape[0], X.shape[0]), dtype=np.float64)
         _add_pairwise_l1(_features(X, {1: _padded(plan)}, dtype), D)
-    return D.astype(dtype, copy=False)
+    return _unscaled(D, s).astype(dtype, copy=False)
 
 
 def multi_tree_emd(
@@ -517,11 +549,12 @@ def multi_tree_emd(
     """
     X = check_finite_array(X, "X", min_ndim=2, min_rows=1, dtype=None)
     dtype = _feature_dtype(X, dtype)
+    X, s = _in_range(X, dtype)
     D = _multi_tree_emd(
         X, trees, axis, alphas, betas, exclude_singletons, folder_weights, dtype, n_jobs,
         working_memory,
     )  # fmt: skip
-    return D.astype(dtype, copy=False)
+    return _unscaled(D, s).astype(dtype, copy=False)
 
 
 def _multi_tree_emd(

@@ -6,6 +6,8 @@ import numpy as np
 from scipy.cluster.hierarchy import leaves_list, linkage, optimal_leaf_ordering
 from scipy.spatial.distance import squareform
 
+from .._validation import check_finite_array, pow2_scale
+
 __all__ = ["ORDERINGS", "leaf_order"]
 
 ORDERINGS = ("tree", "tree_olo", "emd_olo")
@@ -40,9 +42,36 @@ def leaf_order(tree, distances=None, strategy="emd_olo"):
     Returns
     -------
     order : ndarray of shape (n_points,)
+
+    Notes
+    -----
+    The distances are divided by their largest value (a power of two, so exactly) before
+    SciPy's optimal leaf ordering, whose results stop being optimal for distances above
+    about 1e8 or below about 1e-200: the order does not depend on the units of the data.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.organize import leaf_order
+    >>> from skorg.trees import dyadic_tree
+    >>> x = np.array([0.0, 3.0, 1.0, 2.0])
+    >>> leaf_order(dyadic_tree(4), np.abs(np.subtract.outer(x, x)) * 1e9).tolist()
+    [1, 3, 2, 0]
     """
-    if strategy not in ORDERINGS:
+    from .._validation import check_tree_for_axis
+    from ..trees import PartitionTree
+
+    if not isinstance(strategy, str) or strategy not in ORDERINGS:
         raise ValueError(f"Unknown ordering {strategy!r}; expected one of {ORDERINGS}.")
+    if not isinstance(tree, PartitionTree):
+        raise TypeError(f"tree must be a skorg.trees.PartitionTree, got {type(tree).__name__}.")
+    if distances is not None:
+        distances = check_finite_array(distances, "distances", ndim=2, min_rows=1)
+        if distances.shape[0] != distances.shape[1]:
+            raise ValueError(f"distances must be square, got shape {distances.shape}.")
+        check_tree_for_axis(tree, distances.shape[0], "tree", "points in distances")
+        if np.any(distances < 0):
+            raise ValueError("distances must be non-negative.")
     if strategy == "tree" or distances is None or tree.n_points < 3:
         return np.asarray(tree.leaf_order).copy()
     if strategy == "emd_olo":
@@ -50,10 +79,17 @@ def leaf_order(tree, distances=None, strategy="emd_olo"):
     return _tree_optimal_order(tree, distances)
 
 
-def _optimal_leaf_order(distances):
+def _unit_distances(distances):
+    """Symmetrized distances with largest value in [0.5, 1) (exact power-of-two scaling)."""
     d = np.asarray(distances, dtype=np.float64)
+    d = d * pow2_scale(d, always=True)
     d = 0.5 * (d + d.T)
     np.fill_diagonal(d, 0.0)
+    return d
+
+
+def _optimal_leaf_order(distances):
+    d = _unit_distances(distances)
     condensed = squareform(d, checks=False)
     Z = linkage(condensed, method="single")
     Z = optimal_leaf_ordering(Z, condensed)
@@ -68,9 +104,7 @@ def _tree_optimal_order(tree, distances):
     flips subtrees to minimize the sum of distances between neighbouring
     leaves. Every folder stays contiguous.
     """
-    d = np.asarray(distances, dtype=np.float64)
-    d = 0.5 * (d + d.T)
-    np.fill_diagonal(d, 0.0)
+    d = _unit_distances(distances)
     n = tree.n_points
     cluster = np.full(tree.n_nodes, -1, dtype=np.intp)
     leaves = tree.level_nodes(tree.n_levels - 1)

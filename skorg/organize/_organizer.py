@@ -350,7 +350,13 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         score : float
         """
         X = self._check_new(X, same_rows=False).astype(np.float64, copy=False)
+        from .._validation import scale_rows
         from ..transforms import multi_haar_transform
+
+        # each row's ratio does not change when the row is scaled: extreme rows are scaled
+        # (exactly) so that the squares of the norms cannot overflow or underflow
+        shape = X.shape
+        X = scale_rows(X.reshape(shape[0], -1)).reshape(shape)
 
         coefs = multi_haar_transform(X, [None, *self.trees_[1:]])
         flat = coefs.reshape(X.shape[0], -1)

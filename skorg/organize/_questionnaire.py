@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._validation import check_finite_array
+from .._validation import check_finite_array, pow2_scale
 from ..metrics import affinity_matrix
 from ..trees import TREE_METHODS, build_tree, flexible_tree
 from ._ordering import ORDERINGS, leaf_order
@@ -296,6 +296,11 @@ def questionnaire(
             **builder_params,
         )  # fmt: skip
 
+    # The tree EMD steps see X scaled by a power of two to largest magnitude in [0.5, 1):
+    # exact, so the trees are bit for bit those of any rescaled copy of X, and neither the
+    # float32 features nor the squares of the kNN path can underflow or overflow.
+    scale = pow2_scale(X, always=True)
+    Xe = X * scale
     trees = [None] * ndim
     affinities = [None] * ndim
     distances = [None] * ndim
@@ -321,7 +326,7 @@ def questionnaire(
     def initial(axis):
         if sparse[axis]:
             A, tree = sparse_initial(
-                _unfold(X, axis), p["init_affinity"], init_params, constants[axis],
+                _unfold(Xe, axis), p["init_affinity"], init_params, constants[axis],
                 n_neighbors, random_state, n_jobs,
             )  # fmt: skip
         else:
@@ -340,7 +345,7 @@ def questionnaire(
         others = [t if a != axis else None for a, t in enumerate(source_trees)]
         if sparse[axis]:
             d, A, tree = sparse_rebuild(
-                X, others, axis, alphas, betas, epsilons[axis], constants[axis], n_neighbors,
+                Xe, others, axis, alphas, betas, epsilons[axis], constants[axis], n_neighbors,
                 random_state, n_jobs,
             )  # fmt: skip
             distances[axis], affinities[axis] = d, A
@@ -351,7 +356,7 @@ def questionnaire(
             d, A, tree = from_initial[axis]
         else:
             d = multi_tree_emd_core(
-                X, others, axis, alphas, betas, False, None, feature_dtype, n_jobs, None
+                Xe, others, axis, alphas, betas, False, None, feature_dtype, n_jobs, None
             )
             A = symmetric_dual_affinity_core(d, epsilons[axis])
             tree = make_tree(axis, A, d)
@@ -402,6 +407,8 @@ def questionnaire(
         leaf_order(t, None if sp_axis else d, p["ordering"])
         for t, d, sp_axis in zip(trees, distances, sparse)
     ]
+    with np.errstate(over="ignore"):  # EMD values beyond the float64 range: inf, as exact
+        distances = [None if d is None else d / scale for d in distances]  # X's units, exact
     return QuestionnaireResult(
         trees, orders, affinities, distances, history, p, n_done, stop_reason
     )

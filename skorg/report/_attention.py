@@ -95,6 +95,11 @@ def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0
     sentences = list(DEMO_SENTENCES if sentences is None else sentences)
     if max_length < 4:
         raise InputError(f"--max-length must be at least 4, got {max_length}")
+    limit = getattr(getattr(net, "config", None), "max_position_embeddings", None)
+    if isinstance(limit, int) and max_length > limit:
+        raise InputError(
+            f"--max-length {max_length} is longer than the {limit} positions this model has"
+        )
     batch = tokenizer(
         sentences, padding="max_length", truncation=True, max_length=max_length, return_tensors="pt"
     )
@@ -125,7 +130,7 @@ def _load_local(path):
     try:
         net = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
         tokenizer = AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError, KeyError) as exc:
+    except Exception as exc:  # corrupt weights raise library-specific errors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot load a Hugging Face model from {path}: {first}") from exc
     return net, tokenizer

@@ -187,7 +187,9 @@ def line_plot(
         ax.axhline(reference[0], color="0.5", ls="--", lw=1, label=reference[1])
     if logx:
         ax.set_xscale("log")
-    if logy:
+    values_all = np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in series.values()])
+    if logy and np.any(np.isfinite(values_all) & (values_all > 0)):
+        # a log axis needs a positive value (constant data compresses without error)
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

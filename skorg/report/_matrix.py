@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ def load_array(path, key=None):
             )
     except InputError:
         raise
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
         raise InputError(f"cannot read {path}: {exc}") from exc
     return X
 
@@ -216,7 +217,11 @@ def organize_report(
             "l1_entropy_support_400": l1_entropy(X, trees, selection="support", normalize=True),
         }
         if X.ndim == 2:
-            row["holder_alpha"] = mixed_holder_exponent(X, trees).alpha
+            try:
+                row["holder_alpha"] = mixed_holder_exponent(X, trees).alpha
+            except ValueError:
+                # constant (or all-zero) data has no Hoelder fit: said in the report
+                row["holder_alpha"] = float("nan")
         sparsity.append(row)
     curves = {
         label: [haar_compress(X, trees, fraction=f).relative_error for f in _FRACTIONS]
@@ -250,9 +255,16 @@ def organize_report(
         )
 
     step("drawing the report")
+    degenerate = []
+    if np.ptp(X) == 0:
+        degenerate.append(
+            f"{name} is constant (every entry {X.flat[0]:g}): every order is as good as any "
+            "other, the Haar detail coefficients are all zero and there is no Hoelder fit."
+        )
     report = Report(
         f"skorg organize: {name}",
         summary=[
+            *degenerate,
             f"{name}: shape {X.shape}, organized in {seconds:.1f} s "
             f"(preset {org.preset or 'default'}).",
             "Normalized l1 entropy of all Haar coefficients (lower is sparser, i.e. smoother "

@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._validation import safe_norm
 from ._haar import _check_array, _check_trees, _multi, haar_coefficient_info, haar_support
 
 __all__ = [
@@ -67,8 +68,9 @@ def _scaling_mask(trees, shape):
 
 def _finish(X, C_kept, trees, threshold):
     X_hat = _multi(C_kept.astype(X.dtype, copy=False), trees, "bfs", inverse=True)
-    error = float(np.linalg.norm((X.astype(np.float64) - X_hat).ravel()))
-    norm = float(np.linalg.norm(X.astype(np.float64).ravel()))
+    with np.errstate(over="ignore"):
+        error = safe_norm(X.astype(np.float64) - X_hat)
+    norm = safe_norm(X)
     return HaarApproximation(
         X=X_hat,
         coefficients=C_kept,

@@ -6,6 +6,7 @@ from numbers import Integral
 
 import numpy as np
 
+from .._validation import safe_norm, scale_rows
 from ._haar import _check_array, _check_trees, _multi, haar_support
 
 __all__ = ["l1_entropy"]
@@ -135,10 +136,20 @@ def l1_entropy(X, trees, *, selection="all", k=400, shape=None, normalize=False)
     tree_shape = tuple(X.shape[ax] for ax in tree_axes)
     block = _default_block(k, tree_shape) if shape is None else _check_block(shape, tree_shape)
 
+    if not isinstance(normalize, (bool, np.bool_)):
+        raise TypeError(f"normalize must be True or False, got {normalize!r}.")
+    front = list(range(len(batch_axes)))
+    if normalize:
+        # the normalized entropy of a batch entry does not change when the entry is scaled:
+        # extreme entries are scaled (exactly) so that the norms cannot overflow
+        Xb = np.moveaxis(X, batch_axes, front)
+        moved = Xb.shape
+        Xb = scale_rows(Xb.reshape(int(np.prod(moved[: len(front)], dtype=np.int64)), -1))
+        X = np.moveaxis(Xb.reshape(moved), front, batch_axes)
     C = _multi(X, trees, "bfs", inverse=False)
     # batch axes first, transformed axes last
-    C = np.moveaxis(C, batch_axes, list(range(len(batch_axes))))
-    Xb = np.moveaxis(X, batch_axes, list(range(len(batch_axes))))
+    C = np.moveaxis(C, batch_axes, front)
+    Xb = np.moveaxis(X, batch_axes, front)
     batch_shape = C.shape[: len(batch_axes)]
     C = C.reshape((-1, *tree_shape)).astype(np.float64, copy=False)
     Xb = Xb.reshape(C.shape[0], -1)
@@ -149,7 +160,7 @@ def l1_entropy(X, trees, *, selection="all", k=400, shape=None, normalize=False)
     for i in range(C.shape[0]):
         value = _entropy_one(C[i], selection, keep, block)
         if normalize:
-            norm = float(np.linalg.norm(Xb[i].astype(np.float64)))
+            norm = safe_norm(Xb[i])
             value = value / norm if norm > 0 else 0.0
         out[i] = value
     if not batch_axes:

@@ -10,6 +10,7 @@ import numpy as np
 
 from .._kernels import _haar as _kernels
 from .._kernels import _haar_rows as _row_kernels
+from .._validation import scaled_copy
 from ..trees import PartitionTree
 
 __all__ = [
@@ -187,6 +188,8 @@ def _check_array(X, name="X", min_ndim=1):
 
 
 def _check_axis(axis, ndim):
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"axis must be an integer, got {axis!r}.")
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of range for an array with {ndim} dimension(s).")
     return axis % ndim
@@ -353,7 +356,28 @@ def _inverse_args(p):
     return p.leaf_order, p.parent, p.first_leaf, p.cnode, p.cplus, p.clast, p.wplus, p.wminus
 
 
+def _unscale(C, s):
+    """Coefficients of X from those of ``X * s`` (exact for a power of two ``s``)."""
+    if s != 1.0:
+        with np.errstate(over="ignore"):  # only a value beyond the float range overflows
+            C *= 1.0 / s
+    return C
+
+
+def _along(X, plan, axis, inverse):
+    """:func:`_apply_along` on data near any magnitude (the sums cannot overflow)."""
+    Xs, s = scaled_copy(X)
+    return _unscale(_apply_along(Xs, plan, axis, inverse), s)
+
+
 def _multi(X, trees, order, inverse):
+    """The multi-axis transform, on X scaled exactly so that its sums cannot overflow."""
+    Xs, s = scaled_copy(X)
+    C = _multi_raw(Xs, trees, order, inverse)
+    return _unscale(C, s)
+
+
+def _multi_raw(X, trees, order, inverse):
     # ping-pong between two buffers of ours: memory stays at two arrays of the size of X
     spare = None
     input_is_ours = False
@@ -431,7 +455,7 @@ def haar_transform(X, tree, *, axis=-1, order="bfs"):
     axis = _check_axis(axis, X.ndim)
     _check_tree(tree)
     _check_tree_matches(tree, X, axis)
-    return _apply_along(X, _get_plan(tree, order), axis, inverse=False)
+    return _along(X, _get_plan(tree, order), axis, inverse=False)
 
 
 def inverse_haar_transform(C, tree, *, axis=-1, order="bfs"):
@@ -462,7 +486,7 @@ def inverse_haar_transform(C, tree, *, axis=-1, order="bfs"):
     axis = _check_axis(axis, C.ndim)
     _check_tree(tree)
     _check_tree_matches(tree, C, axis)
-    return _apply_along(C, _get_plan(tree, order), axis, inverse=True)
+    return _along(C, _get_plan(tree, order), axis, inverse=True)
 
 
 # ---------------------------------------------------------------------- N-D

@@ -16,7 +16,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..trees import PartitionTree, dyadic_tree
-from ._haar import _apply_along, _get_plan, haar_support
+from ._haar import _along, _get_plan, haar_support
 
 __all__ = ["TreeHaarTransform"]
 
@@ -136,7 +136,7 @@ class TreeHaarTransform(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        return _apply_along(X, _get_plan(self.tree_), 1, inverse=False)
+        return _along(X, _get_plan(self.tree_), 1, inverse=False)
 
     def inverse_transform(self, X):
         """Rows of data from their Haar coefficients.
@@ -152,7 +152,7 @@ class TreeHaarTransform(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        return _apply_along(X, _get_plan(self.tree_), 1, inverse=True)
+        return _along(X, _get_plan(self.tree_), 1, inverse=True)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -155,6 +155,18 @@ def _sigmoid_d2(t):
     return s * (1.0 - s) * (1.0 - 2.0 * s)
 
 
+def _detail_scale(*arrays):
+    """A power of two bringing the largest detail to [0.5, 1) when its square could overflow;
+    1.0 otherwise."""
+    m = max((float(np.max(np.abs(x))) if x.size else 0.0) for x in arrays)
+    if m == 0.0 or not np.isfinite(m):
+        return 1.0
+    exponent = int(np.frexp(m)[1])
+    if -400 <= exponent <= 400:
+        return 1.0
+    return float(np.ldexp(1.0, int(np.clip(-exponent, -1020, 1020))))
+
+
 def _row_softmax(u, w=None):
     z = np.exp(u - np.max(u, axis=-1, keepdims=True))
     zw = z if w is None else z * w
@@ -191,11 +203,19 @@ class Softmax(Nonlinearity):
         return self.terms(u, _row_softmax(u, w), h, k, h, w)[1]
 
     def terms(self, u, Au, a, b, c, w=None):
+        # the terms are linear in c and bilinear in (a, b): details near 1e155 are scaled
+        # (exactly, by a power of two) so that the products in between cannot overflow
+        g = _detail_scale(a, b, c)
+        if g != 1.0:
+            a, b, c = a * g, b * g, c * g
         s = Au
         sw = s if w is None else s * w
         da = s * (a - _row_dot(sw, a))
         second = da * (b - _row_dot(sw, b)) - s * _row_dot(da if w is None else da * w, b)
         first = s * (c - _row_dot(sw, c))
+        if g != 1.0:
+            with np.errstate(over="ignore"):  # only a term beyond the float range overflows
+                first, second = first / g, second / g / g
         return first, second, np.max(s * (1.0 - s), axis=-1)
 
 

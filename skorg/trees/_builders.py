@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 
 from ._partition_tree import PartitionTree, _check_permutation
@@ -35,6 +37,10 @@ def dyadic_tree(order):
     array([2, 0, 1])
     """
     if np.ndim(order) == 0:
+        if isinstance(order, (bool, np.bool_)) or not isinstance(order, (Integral, np.integer)):
+            raise TypeError(
+                f"order must be a number of points (an integer) or a permutation, got {order!r}."
+            )
         n = int(order)
         if n < 1:
             raise ValueError(f"dyadic_tree needs at least one point, got {n}.")
@@ -58,7 +64,13 @@ def dyadic_tree(order):
     return PartitionTree(order, bounds)
 
 
-def linkage_tree(X, *, method="average", metric="euclidean", optimal_ordering=True):
+# Optimal leaf ordering costs O(n^3): about 1 s at 500 points, 7 s at 1000 and 76 s at 2000
+# on one core, so "auto" applies it only up to this many points.
+OLO_AUTO_MAX = 500
+_LINKAGE_METHODS = ("single", "complete", "average", "weighted", "centroid", "median", "ward")
+
+
+def linkage_tree(X, *, method="average", metric="euclidean", optimal_ordering="auto"):
     """Binary tree from SciPy agglomerative clustering of the rows of X.
 
     A baseline builder: ``scipy.cluster.hierarchy.linkage`` followed by
@@ -67,19 +79,52 @@ def linkage_tree(X, *, method="average", metric="euclidean", optimal_ordering=Tr
     Parameters
     ----------
     X : array-like of shape (n_points, n_features)
-    method, metric : str
+        Finite values. The rows are scaled (exactly, by a power of two) to largest magnitude
+        in [0.5, 1) first: the tree does not depend on the units of X.
+    method : str, default="average"
         Passed to :func:`scipy.cluster.hierarchy.linkage`.
-    optimal_ordering : bool, default=True
-        Reorder the leaves with Bar-Joseph's optimal leaf ordering.
+    metric : str or callable, default="euclidean"
+        Passed to :func:`scipy.cluster.hierarchy.linkage`.
+    optimal_ordering : bool or "auto", default="auto"
+        Reorder the leaves with Bar-Joseph's optimal leaf ordering. Its cost grows like
+        ``n_points ** 3`` (about 1 s at 500 points, 76 s at 2000), so ``"auto"`` applies it
+        up to 500 points only; ``True`` forces it.
 
     Returns
     -------
     tree : PartitionTree
+
+    Notes
+    -----
+    SciPy's linkage holds the ``n (n - 1) / 2`` pairwise distances in float64: 40 GB at
+    100,000 points.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.trees import linkage_tree
+    >>> linkage_tree(np.array([[0.0], [10.0], [1.0], [11.0]])).level_sizes()
+    array([1, 2, 4])
     """
     from scipy.cluster.hierarchy import linkage
 
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[0] < 2:
+    from .._validation import check_finite_array, scaled_copy
+
+    X = check_finite_array(X, "X", ndim=2, min_rows=1)
+    if X.shape[0] < 2:
         raise ValueError(f"X must be 2-D with at least two rows, got shape {X.shape}.")
-    Z = linkage(X, method=method, metric=metric, optimal_ordering=optimal_ordering)
+    if not callable(metric) and method not in _LINKAGE_METHODS:
+        raise ValueError(f"method must be one of {_LINKAGE_METHODS}, got {method!r}.")
+    if isinstance(optimal_ordering, str):
+        if optimal_ordering != "auto":
+            raise ValueError(
+                f"optimal_ordering must be True, False or 'auto', got {optimal_ordering!r}."
+            )
+        optimal_ordering = X.shape[0] <= OLO_AUTO_MAX
+    elif not isinstance(optimal_ordering, (bool, np.bool_)):
+        raise TypeError(
+            f"optimal_ordering must be True, False or 'auto', got {optimal_ordering!r}."
+        )
+    X, _ = scaled_copy(X, always=True)
+    Z = linkage(X, method=method, metric=metric, optimal_ordering=bool(optimal_ordering))
     return PartitionTree.from_linkage(Z)

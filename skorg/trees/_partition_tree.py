@@ -160,7 +160,8 @@ class PartitionTree:
         )
 
     def _set_arrays(self, leaf_order, start, end, level, parent, child_ptr, level_ptr):
-        self.leaf_order = leaf_order
+        # our own copy: the arrays are made read-only below, and the caller's must not be
+        self.leaf_order = np.array(leaf_order, dtype=np.intp, copy=True)
         self.start = start
         self.end = end
         self.size = end - start
@@ -168,8 +169,8 @@ class PartitionTree:
         self.parent = parent
         self.child_ptr = child_ptr
         self.level_ptr = level_ptr
-        self.leaf_position = np.empty_like(leaf_order)
-        self.leaf_position[leaf_order] = np.arange(leaf_order.shape[0], dtype=np.intp)
+        self.leaf_position = np.empty_like(self.leaf_order)
+        self.leaf_position[self.leaf_order] = np.arange(leaf_order.shape[0], dtype=np.intp)
         for arr in (
             self.leaf_order,
             self.start,

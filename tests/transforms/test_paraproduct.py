@@ -78,7 +78,7 @@ def test_telescoping_identity_dyadic(name, shape):
     rng = np.random.default_rng(0)
     f = _logits(shape, rng)
     A = _custom() if name == "custom" else name
-    res = paraproduct_decomposition(f, A)
+    res = paraproduct_decomposition(f, A, keep_terms=True)
     assert _rel(res.reconstruct() - res.values, res.values) < 1e-12
     # the mixed terms kept one by one add up to the stored sum
     assert_allclose(res.mixed_terms.sum(axis=(0, 1)), res.mixed_sum, rtol=0, atol=1e-13)
@@ -92,7 +92,9 @@ def test_telescoping_identity_trees(name):
     row_tree, column_tree = _random_tree(13, rng), _random_tree(20, rng, max_group=4)
     assert row_tree.n_levels != column_tree.n_levels  # exercises depth padding
     A = _custom() if name == "custom" else name
-    res = paraproduct_decomposition(f, A, row_tree=row_tree, column_tree=column_tree)
+    res = paraproduct_decomposition(
+        f, A, row_tree=row_tree, column_tree=column_tree, keep_terms=True
+    )
     assert _rel(res.reconstruct() - res.values, res.values) < 1e-12
     assert res.depth == max(row_tree.n_levels, column_tree.n_levels) - 1
 
@@ -117,7 +119,7 @@ def test_all_scales_omitted_part_collapses():
 def test_omitted_part_is_the_complement_of_the_scale_set():
     f = np.random.default_rng(4).normal(size=(16, 16))
     scales = np.array([[1, 2], [3, 0], [2, 2]])
-    res = paraproduct_decomposition(f, "sigmoid", scales=scales)
+    res = paraproduct_decomposition(f, "sigmoid", scales=scales, keep_terms=True)
     outside = np.ones((res.depth, res.depth), bool)
     outside[scales[:, 0], scales[:, 1]] = False
     expected = (
@@ -186,7 +188,7 @@ def test_tree_version_equals_dyadic_version_exactly(name, shape):
 
 def test_details_add_up():
     f = np.random.default_rng(8).normal(size=(8, 8))
-    res = paraproduct_decomposition(f, "identity")
+    res = paraproduct_decomposition(f, "identity", keep_terms=True)
     for j in range(res.depth):
         for jp in range(res.depth):
             u, a, b, c = res.details(j, jp)
@@ -198,7 +200,7 @@ def test_details_add_up():
 # ----------------------------------------------------------------------------- oracles
 def test_linear_oracle_is_exact():
     f = np.random.default_rng(9).normal(size=(16, 8))
-    res = paraproduct_decomposition(f, "identity")
+    res = paraproduct_decomposition(f, "identity", keep_terms=True)
     for j in range(res.depth):
         for jp in range(res.depth):
             _, _, _, c = res.details(j, jp)
@@ -206,7 +208,7 @@ def test_linear_oracle_is_exact():
     assert_array_equal(res.residual, np.zeros_like(f))
     assert_array_equal(res.second_order, np.zeros_like(f))
     affine = EntrywiseNonlinearity(lambda t: 3 * t + 1, lambda t: np.full_like(t, 3.0))
-    res = paraproduct_decomposition(f, affine)
+    res = paraproduct_decomposition(f, affine, keep_terms=True)
     for j in range(res.depth):
         for jp in range(res.depth):
             assert_allclose(res.mixed_terms[j, jp], 3 * res.details(j, jp)[3], atol=1e-13)
@@ -214,7 +216,9 @@ def test_linear_oracle_is_exact():
 
 def test_square_oracle_is_exact():
     f = np.random.default_rng(10).normal(size=(8, 16))
-    res = paraproduct_decomposition(f, "square", scales=[[0, 0], [1, 2], [3, 1], [2, 2]])
+    res = paraproduct_decomposition(
+        f, "square", scales=[[0, 0], [1, 2], [3, 1], [2, 2]], keep_terms=True
+    )
     scale = np.linalg.norm(res.values)
     residual = np.zeros_like(f)
     for j in range(res.depth):
@@ -345,7 +349,7 @@ def test_scale_sets():
     res = paraproduct_decomposition(f, "tanh", scales="paper", keep_terms=False)
     assert_array_equal(res.scales, [[4, 4]])
     assert res.mixed_terms is None
-    res = paraproduct_decomposition(f[:16, :16], "tanh", scales=[1, 2])
+    res = paraproduct_decomposition(f[:16, :16], "tanh", scales=[1, 2], keep_terms=True)
     assert_array_equal(res.scales, [[1, 1], [1, 2], [2, 1], [2, 2]])
     assert_allclose(res.modelled, res.mixed_terms[1:3, 1:3].sum(axis=(0, 1)), atol=1e-14)
     empty = paraproduct_decomposition(f[:16, :16], "tanh", scales="paper")
