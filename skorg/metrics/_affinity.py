@@ -7,6 +7,7 @@ from numbers import Real
 import numpy as np
 
 from .._blas import serial_blas
+from .._sparse_input import check_sparse_matrix, is_sparse, sparse_gram
 from .._validation import check_finite_array
 
 __all__ = [
@@ -35,7 +36,8 @@ def cosine_affinity(X, *, threshold=0.0, missing_values=None, absolute=False):
 
     Parameters
     ----------
-    X : array-like of shape (n_points, n_features)
+    X : array-like or sparse matrix of shape (n_points, n_features)
+        A SciPy sparse matrix is not densified (only the result is dense).
     threshold : float or None, default=0.0
         Similarities below ``threshold`` are set to 0 (the default floors
         negative cosines); None keeps them.
@@ -65,6 +67,15 @@ def cosine_affinity(X, *, threshold=0.0, missing_values=None, absolute=False):
            [0.   , 0.   , 1.   ]])
     """
     allow_nan = missing_values is not None
+    if is_sparse(X):
+        if allow_nan:
+            raise ValueError(
+                "missing_values needs a dense X: the entries a sparse matrix leaves out are "
+                "zeros, not missing values."
+            )
+        cos, sq, _ = sparse_gram(check_sparse_matrix(X, "X", min_rows=1))
+        norms = np.sqrt(sq)
+        return _cosine_tail(cos, np.outer(norms, norms), threshold, absolute)
     X = check_finite_array(X, "X", ndim=2, min_rows=1, allow_nan=allow_nan)
     missing = _missing_mask(X, missing_values)
     small = X.shape[0] ** 2 * X.shape[1] <= _SERIAL_GRAM_MAX
@@ -80,6 +91,11 @@ def cosine_affinity(X, *, threshold=0.0, missing_values=None, absolute=False):
             cos = U @ U.T
             sq = (U * U) @ valid.T  # sum of u_k^2 over k valid in both rows
         den = np.sqrt(sq * sq.T)
+    return _cosine_tail(cos, den, threshold, absolute)
+
+
+def _cosine_tail(cos, den, threshold, absolute):
+    """Cosines from inner products and norm products; 0 where a norm is 0."""
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = np.where(den > 0, cos / np.where(den > 0, den, 1.0), 0.0)
     np.clip(cos, -1.0, 1.0, out=cos)
@@ -97,7 +113,9 @@ def correlation_affinity(X, *, threshold=0.0):
 
     Parameters
     ----------
-    X : array-like of shape (n_points, n_features)
+    X : array-like or sparse matrix of shape (n_points, n_features)
+        A SciPy sparse matrix is not centred in memory: the centred inner products come
+        from its Gram matrix.
     threshold : float or None, default=0.0
         Correlations below it are set to 0; None keeps them.
 
@@ -114,6 +132,18 @@ def correlation_affinity(X, *, threshold=0.0):
     array([[1.   , 0.993],
            [0.993, 1.   ]])
     """
+    if is_sparse(X):
+        X = check_sparse_matrix(X, "X", min_rows=1)
+        G, sq, top = sparse_gram(X)
+        p = X.shape[1]
+        mean = np.asarray(X.sum(axis=1)).ravel() / (p * top if top > 0 else 1.0)
+        C = G - p * np.outer(mean, mean)
+        var = np.diag(C).copy()
+        # a (nearly) constant row: centring leaves only rounding, as on the dense path it
+        # leaves nothing, so it has no direction
+        var[var <= 1e-12 * np.maximum(sq, np.finfo(float).tiny)] = 0.0
+        norms = np.sqrt(var)
+        return _cosine_tail(C, np.outer(norms, norms), threshold, False)
     X = check_finite_array(X, "X", ndim=2, min_rows=1)
     return cosine_affinity(X - X.mean(axis=1, keepdims=True), threshold=threshold)
 
@@ -129,7 +159,8 @@ def gaussian_affinity(X, *, n_neighbors=5, epsilon=1.0):
 
     Parameters
     ----------
-    X : array-like of shape (n_points, n_features)
+    X : array-like or sparse matrix of shape (n_points, n_features)
+        A SciPy sparse matrix is not densified (only the result is dense).
     n_neighbors : int, default=5
     epsilon : float, default=1.0
 
@@ -146,14 +177,23 @@ def gaussian_affinity(X, *, n_neighbors=5, epsilon=1.0):
            [0.018, 1.   , 0.009],
            [0.   , 0.009, 1.   ]])
     """
-    X = check_finite_array(X, "X", ndim=2, min_rows=1)
+    sparse = is_sparse(X)
+    if sparse:
+        X = check_sparse_matrix(X, "X", min_rows=1)
+    else:
+        X = check_finite_array(X, "X", ndim=2, min_rows=1)
     n = X.shape[0]
     if not (isinstance(n_neighbors, (int, np.integer)) and n_neighbors >= 1):
         raise ValueError(f"n_neighbors must be a positive integer, got {n_neighbors!r}.")
     if not (isinstance(epsilon, Real) and np.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a positive number, got {epsilon!r}.")
-    sq = np.einsum("ij,ij->i", X, X)
-    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (X @ X.T), 0.0)
+    if sparse:
+        G, sq, top = sparse_gram(X)
+        G, sq = G * top**2, sq * top**2
+    else:
+        sq = np.einsum("ij,ij->i", X, X)
+        G = X @ X.T
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * G, 0.0)
     np.fill_diagonal(d2, 0.0)
     dist = np.sqrt(d2)
     k = min(int(n_neighbors), n)
