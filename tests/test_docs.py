@@ -70,7 +70,7 @@ def _api_entries():
     return entries
 
 
-SUBPACKAGES = ["trees", "metrics", "organize", "transforms", "datasets", "report"]
+SUBPACKAGES = ["trees", "metrics", "organize", "transforms", "datasets", "io", "report"]
 OPTIONAL = ["attention", "specialization"]  # need torch
 
 
