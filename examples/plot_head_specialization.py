@@ -2,8 +2,8 @@
 Head specialization in the single-location model
 ================================================
 
-Multi-head attention trained by online SGD on the single-location regression task (SPEC
-section 8; Sagitova, Duranthon, Zdeborova, arXiv 2603.03993):
+Multi-head attention trained by online SGD on the single-location regression task
+(Sagitova, Duranthon, Zdeborova, arXiv 2603.03993):
 
 1. the reviewers' falsification test of sequential specialization: ``F = 3`` latent directions
    with ``Var(theta_1) > Var(theta_2) > Var(theta_3)``, ``H = 8`` heads, many seeds and two

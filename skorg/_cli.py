@@ -202,9 +202,11 @@ def _attention(args):
 
 
 def _organize(args):
-    from .report import load_array, organize_report, synthetic_comparison
+    from .report import organize_report, synthetic_comparison
+    from .report._matrix import load_labelled
 
     comparison = None
+    names = None
     if args.synthetic:
         if args.file is not None:
             raise UsageError("give either FILE or --synthetic, not both")
@@ -212,10 +214,22 @@ def _organize(args):
         X, name = data.X, f"shuffled {args.kind} matrix (seed {args.seed})"
         comparison = synthetic_comparison(data, n_iter=args.n_iter or 3)
     elif args.file is None:
-        raise UsageError("give a FILE (.npy, .npz or .csv) or --synthetic")
+        raise UsageError("give a FILE (.csv, .tsv, .npy, .npz, .parquet or .h5ad) or --synthetic")
     else:
-        X, name = load_array(args.file, key=args.key), Path(args.file).name
-        check_organize_size(getattr(X, "shape", ()), Path(args.file).name)
+        choice = {"infer": "infer", "yes": True, "no": False}
+        data = load_labelled(
+            args.file,
+            key=args.key,
+            sep=args.sep,
+            header=choice[args.header],
+            index_col=choice[args.index_col],
+            missing_values=args.missing_values.replace("-", "_"),
+            layer=args.layer,
+        )
+        X, name, names = data.X, Path(args.file).name, data.names
+        check_organize_size(getattr(X, "shape", ()), name)
+        if hasattr(X, "toarray"):  # a sparse .h5ad: the report's figures need dense values
+            X = X.toarray()
     progress = _progress(args, 3)
     report, outputs = organize_report(
         X,
@@ -226,6 +240,7 @@ def _organize(args):
         name=name,
         comparison=comparison,
         progress=progress,
+        names=names,
     )
     progress.done()
     _write(report, args, outputs)
@@ -378,13 +393,37 @@ def _build_parser():
 
     org = sub.add_parser(
         "organize",
-        help="organize a matrix or tensor from .npy, .npz or .csv",
+        help="organize a matrix or tensor from .csv, .tsv, .npy, .npz, .parquet or .h5ad",
         description="Learn a partition tree on every axis of a matrix or tensor; report the "
         "organized heatmaps, the trees and the Haar sparsity; optionally write compressed or "
         "denoised data. Writes organized.npy, order_<axis>.npy and levels_<axis>.npy too.",
     )
-    org.add_argument("file", nargs="?", metavar="FILE", help=".npy, .npz or .csv")
+    org.add_argument(
+        "file", nargs="?", metavar="FILE", help=".csv, .tsv, .txt, .npy, .npz, .parquet or .h5ad"
+    )
     org.add_argument("--key", help="array name inside an .npz holding several")
+    table = org.add_argument_group("text tables (.csv, .tsv, .txt)")
+    table.add_argument("--sep", help="column separator (default: detected)")
+    table.add_argument(
+        "--header",
+        choices=["infer", "yes", "no"],
+        default="infer",
+        help="the first line names the columns (default: infer)",
+    )
+    table.add_argument(
+        "--index-col",
+        choices=["infer", "yes", "no"],
+        default="infer",
+        help="the first column names the rows (default: infer)",
+    )
+    table.add_argument(
+        "--missing-values",
+        choices=["error", "zero", "column-mean", "drop-rows", "drop-columns"],
+        default="error",
+        help="empty or NA cells (and NaN in .parquet): an error naming them (default), "
+        "fill with 0 or the column mean, or drop their rows or columns",
+    )
+    org.add_argument("--layer", help="layer of an .h5ad file to use instead of X")
     org.add_argument("--preset", choices=["paper_2d_holder", "paper_3d_heads"])
     org.add_argument(
         "--compress",

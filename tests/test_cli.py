@@ -302,6 +302,69 @@ def test_organize_csv_with_header_npz_with_key_and_tensor(capsys, tmp_path, smoo
         assert sorted(np.load(tmp_path / "c" / f"order_{axis}.npy")) == list(range(n))
 
 
+def test_organize_to_csv_file_carries_the_names(capsys, tmp_path, smooth):
+    pd = pytest.importorskip("pandas")
+    X, _ = smooth
+    df = pd.DataFrame(
+        X, index=[f"gene{i}" for i in range(24)], columns=[f"cell{j}" for j in range(20)]
+    )
+    path = tmp_path / "data.csv"
+    df.to_csv(path, sep=";")  # an index column, a header and ';' separators
+    code, out, _ = run(capsys, "organize", path, "--n-iter", 1, "-q", "-o", tmp_path / "r")
+    assert code == 0
+    rows, cols = np.load(tmp_path / "r" / "order_0.npy"), np.load(tmp_path / "r" / "order_1.npy")
+    np.testing.assert_array_equal(np.load(tmp_path / "r" / "organized.npy"), X[np.ix_(rows, cols)])
+    orders = pd.read_csv(tmp_path / "r" / "orders.csv")
+    axis0 = orders[orders["axis"] == 0]
+    assert list(axis0["name"]) == [f"gene{i}" for i in rows]
+    assert list(orders[orders["axis"] == 1]["name"]) == [f"cell{j}" for j in cols]
+    assert f"Axis 0 organized: gene{rows[0]}, gene{rows[1]}" in out
+    html = (tmp_path / "r" / "index.html").read_text()
+    assert f"gene{rows[0]}" in html and f"cell{cols[0]}" in html
+    # an empty cell: reported by row and column, or filled on request
+    text = path.read_text().splitlines()
+    cells = text[4].split(";")
+    cells[3] = ""
+    text[4] = ";".join(cells)
+    path.write_text("\n".join(text))
+    assert_usage_error(capsys, "1 missing value, at row 'gene3', column 'cell2'", "organize", path)
+    code, _, _ = run(
+        capsys, "organize", path, "--missing-values", "drop-rows", "-q", "-o", tmp_path / "s",
+        "--n-iter", 1,
+    )  # fmt: skip
+    assert code == 0
+    assert np.load(tmp_path / "s" / "organized.npy").shape == (23, 20)
+
+
+def test_organize_h5ad_and_parquet(capsys, tmp_path, smooth):
+    anndata = pytest.importorskip("anndata")
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    import scipy.sparse as sp
+
+    X, _ = smooth
+    adata = anndata.AnnData(sp.csr_matrix(X))
+    adata.obs_names = [f"c{i}" for i in range(24)]
+    adata.var_names = [f"g{j}" for j in range(20)]
+    adata.write_h5ad(tmp_path / "a.h5ad")
+    code, _, _ = run(
+        capsys, "organize", tmp_path / "a.h5ad", "--n-iter", 1, "-q", "-o", tmp_path / "h"
+    )
+    assert code == 0
+    orders = pd.read_csv(tmp_path / "h" / "orders.csv")
+    rows = np.load(tmp_path / "h" / "order_0.npy")
+    assert list(orders[orders["axis"] == 0]["name"]) == [f"c{i}" for i in rows]
+    assert_usage_error(capsys, "no layer 'raw'", "organize", tmp_path / "a.h5ad", "--layer", "raw")
+    pd.DataFrame(X, columns=[f"k{j}" for j in range(20)]).to_parquet(tmp_path / "a.parquet")
+    code, _, _ = run(
+        capsys, "organize", tmp_path / "a.parquet", "--n-iter", 1, "-q", "-o", tmp_path / "p"
+    )
+    assert code == 0
+    orders = pd.read_csv(tmp_path / "p" / "orders.csv")
+    cols = np.load(tmp_path / "p" / "order_1.npy")
+    assert list(orders[orders["axis"] == 1]["name"].dropna()) == [f"k{j}" for j in cols]
+
+
 def test_organize_synthetic_reports_the_hidden_order(capsys, tmp_path):
     code, _, _ = run(
         capsys, "organize", "--synthetic", "--size", 24, "--n-iter", 1, "-q", "-o", tmp_path
@@ -322,7 +385,7 @@ def test_organize_bad_inputs_exit_2(capsys, tmp_path, smooth):
     np.save(tmp_path / "text.npy", np.array([["a", "b"]] * 5))
     (tmp_path / "bad.csv").write_text("1,2,3\n4,five,6\n")
     (tmp_path / "ragged.csv").write_text("1,2,3\n4,5\n")
-    (tmp_path / "X.txt").write_text("1 2 3")
+    (tmp_path / "X.xlsx").write_text("1 2 3")
     (tmp_path / "not_a_folder").write_text("")
     assert_usage_error(capsys, "file not found", "organize", tmp_path / "missing.npy")
     assert_usage_error(capsys, "1 NaN or infinite values", "organize", tmp_path / "nan.npy")
@@ -332,10 +395,10 @@ def test_organize_bad_inputs_exit_2(capsys, tmp_path, smooth):
     assert_usage_error(
         capsys, "at least 4 entries, got shape (3, 10)", "organize", tmp_path / "thin.npy"
     )
-    assert_usage_error(capsys, "must be numeric", "organize", tmp_path / "text.npy")
+    assert_usage_error(capsys, "holds text", "organize", tmp_path / "text.npy")
     assert_usage_error(capsys, "not a number", "organize", tmp_path / "bad.csv")
     assert_usage_error(capsys, "rows of different lengths", "organize", tmp_path / "ragged.csv")
-    assert_usage_error(capsys, "unsupported file type '.txt'", "organize", tmp_path / "X.txt")
+    assert_usage_error(capsys, "unsupported file type '.xlsx'", "organize", tmp_path / "X.xlsx")
     assert_usage_error(capsys, "give a FILE", "organize")
     assert_usage_error(capsys, "not both", "organize", path, "--synthetic")
     assert_usage_error(

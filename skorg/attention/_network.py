@@ -60,8 +60,8 @@ def network_entropy(X, trees, *, selection="support", k=400, normalize=False, en
     trees : sequence of 3 PartitionTree
         One tree per axis, e.g. ``QuestionnaireOrganizer(...).fit(X).trees_``.
     selection : {"all", "support", "coarsest"}, default="support"
-        Which tri-Haar coefficients to sum (SPEC section 6): by default the ``k`` of largest
-        support, the clean definition of the paper's network entropy.
+        Which tri-Haar coefficients to sum (user guide, "Reading the entropy"): by default
+        the ``k`` of largest support, the clean definition of the paper's network entropy.
     k : int, default=400
     normalize : bool, default=False
         Divide by the Frobenius norm of ``X`` so that tensors of different scale compare.

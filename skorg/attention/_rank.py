@@ -41,8 +41,8 @@ def head_sparsity(
 
     For every sample, the network tensor (queries x keys x heads) is organized, and each head's
     map is expanded in the bi-Haar basis of the query and key trees; the score is the l1 norm
-    of the selected coefficients (SPEC section 6). Low values mean a sparse, well organized
-    head.
+    of the selected coefficients (the user guide's "Reading the entropy"). Low values mean a
+    sparse, well organized head.
 
     Parameters
     ----------

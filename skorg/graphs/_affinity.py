@@ -7,7 +7,8 @@ from numbers import Real
 import numpy as np
 
 from .._blas import serial_blas
-from .._validation import check_finite_array, scale_rows, scaled_copy
+from .._sparse_input import check_sparse_matrix, is_sparse, sparse_gram
+from .._validation import check_finite_array, pow2_scale, scale_rows, scaled_copy
 
 __all__ = [
     "affinity_matrix",
@@ -42,7 +43,8 @@ def cosine_affinity(X, *, threshold=0.0, missing_values=None, absolute=False):
 
     Parameters
     ----------
-    X : array-like of shape (n_points, n_features)
+    X : array-like or sparse matrix of shape (n_points, n_features)
+        A SciPy sparse matrix is not densified (only the result is dense).
     threshold : float or None, default=0.0
         Similarities below ``threshold`` are set to 0 (the default floors
         negative cosines); None keeps them.
@@ -72,8 +74,17 @@ def cosine_affinity(X, *, threshold=0.0, missing_values=None, absolute=False):
            [0.   , 0.   , 1.   ]])
     """
     allow_nan = missing_values is not None
-    X = check_finite_array(X, "X", ndim=2, min_rows=1, allow_nan=allow_nan)
     _check_threshold(threshold)
+    if is_sparse(X):
+        if allow_nan:
+            raise ValueError(
+                "missing_values needs a dense X: the entries a sparse matrix leaves out are "
+                "zeros, not missing values."
+            )
+        cos, sq, _ = sparse_gram(check_sparse_matrix(X, "X", min_rows=1))
+        norms = np.sqrt(sq)
+        return _cosine_tail(cos, np.outer(norms, norms), threshold, absolute)
+    X = check_finite_array(X, "X", ndim=2, min_rows=1, allow_nan=allow_nan)
     missing = _missing_mask(X, missing_values)
     X = scale_rows(X)
     small = X.shape[0] ** 2 * X.shape[1] <= _SERIAL_GRAM_MAX
@@ -89,6 +100,11 @@ def cosine_affinity(X, *, threshold=0.0, missing_values=None, absolute=False):
             cos = U @ U.T
             sq = (U * U) @ valid.T  # sum of u_k^2 over k valid in both rows
         den = np.sqrt(sq * sq.T)
+    return _cosine_tail(cos, den, threshold, absolute)
+
+
+def _cosine_tail(cos, den, threshold, absolute):
+    """Cosines from inner products and norm products; 0 where a norm is 0."""
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = np.where(den > 0, cos / np.where(den > 0, den, 1.0), 0.0)
     np.clip(cos, -1.0, 1.0, out=cos)
@@ -106,7 +122,9 @@ def correlation_affinity(X, *, threshold=0.0):
 
     Parameters
     ----------
-    X : array-like of shape (n_points, n_features)
+    X : array-like or sparse matrix of shape (n_points, n_features)
+        A SciPy sparse matrix is not centred in memory: the centred inner products come
+        from its Gram matrix.
     threshold : float or None, default=0.0
         Correlations below it are set to 0; None keeps them.
 
@@ -123,8 +141,20 @@ def correlation_affinity(X, *, threshold=0.0):
     array([[1.   , 0.993],
            [0.993, 1.   ]])
     """
-    X = check_finite_array(X, "X", ndim=2, min_rows=1)
     _check_threshold(threshold)
+    if is_sparse(X):
+        X = check_sparse_matrix(X, "X", min_rows=1)
+        G, sq, top = sparse_gram(X)
+        p = X.shape[1]
+        mean = np.asarray(X.sum(axis=1)).ravel() / (p * top if top > 0 else 1.0)
+        C = G - p * np.outer(mean, mean)
+        var = np.diag(C).copy()
+        # a (nearly) constant row: centring leaves only rounding, as on the dense path it
+        # leaves nothing, so it has no direction
+        var[var <= 1e-12 * np.maximum(sq, np.finfo(float).tiny)] = 0.0
+        norms = np.sqrt(var)
+        return _cosine_tail(C, np.outer(norms, norms), threshold, False)
+    X = check_finite_array(X, "X", ndim=2, min_rows=1)
     X = scale_rows(X)  # the row means of values near 1e307 would overflow
     return cosine_affinity(X - X.mean(axis=1, keepdims=True), threshold=threshold)
 
@@ -140,7 +170,8 @@ def gaussian_affinity(X, *, n_neighbors=5, epsilon=1.0):
 
     Parameters
     ----------
-    X : array-like of shape (n_points, n_features)
+    X : array-like or sparse matrix of shape (n_points, n_features)
+        A SciPy sparse matrix is not densified (only the result is dense).
     n_neighbors : int, default=5
     epsilon : float, default=1.0
 
@@ -153,11 +184,15 @@ def gaussian_affinity(X, *, n_neighbors=5, epsilon=1.0):
     >>> import numpy as np
     >>> from skorg.metrics import gaussian_affinity
     >>> gaussian_affinity(np.array([[0.0], [1.0], [3.0]]), n_neighbors=2).round(3)
-    array([[1.   , 0.368, 0.   ],
-           [0.368, 1.   , 0.009],
+    array([[1.   , 0.018, 0.   ],
+           [0.018, 1.   , 0.009],
            [0.   , 0.009, 1.   ]])
     """
-    X = check_finite_array(X, "X", ndim=2, min_rows=1)
+    sparse = is_sparse(X)
+    if sparse:
+        X = check_sparse_matrix(X, "X", min_rows=1)
+    else:
+        X = check_finite_array(X, "X", ndim=2, min_rows=1)
     n = X.shape[0]
     if isinstance(n_neighbors, bool) or not (
         isinstance(n_neighbors, (int, np.integer)) and n_neighbors >= 1
@@ -165,9 +200,17 @@ def gaussian_affinity(X, *, n_neighbors=5, epsilon=1.0):
         raise ValueError(f"n_neighbors must be a positive integer, got {n_neighbors!r}.")
     if not (isinstance(epsilon, Real) and np.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a positive number, got {epsilon!r}.")
-    X, _ = scaled_copy(X)  # the kernel depends on distance ratios only: scale-free, exact
-    sq = np.einsum("ij,ij->i", X, X)
-    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (X @ X.T), 0.0)
+    # the kernel depends on distance ratios only: extreme units are scaled out (exactly, by a
+    # power of two), the same way on both paths
+    if sparse:
+        G, sq, top = sparse_gram(X)
+        unit = top * pow2_scale(np.array([top])) if top > 0 else 1.0
+        G, sq = G * unit**2, sq * unit**2
+    else:
+        X, _ = scaled_copy(X)
+        sq = np.einsum("ij,ij->i", X, X)
+        G = X @ X.T
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * G, 0.0)
     np.fill_diagonal(d2, 0.0)
     dist = np.sqrt(d2)
     k = min(int(n_neighbors), n)

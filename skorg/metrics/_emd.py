@@ -7,10 +7,12 @@ from numbers import Integral, Real
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 
 from .._kernels import _bifolder as _kb
 from .._kernels import _emd as _k
 from .._selection import order_statistics
+from .._sparse_input import check_sparse_matrix, is_sparse
 from .._validation import check_finite_array, check_tree_for_axis, pow2_scale, scaled_copy
 
 __all__ = ["dual_affinity", "multi_tree_emd", "tree_emd", "tree_emd_features"]
@@ -80,6 +82,9 @@ def _in_range(X, dtype):
     """``(X * s, s)``: X scaled exactly by a power of two when its magnitude would let the
     float64 features or the sums overflow or underflow (tree EMD is homogeneous of
     degree 1 in X, so the distances of X are those of ``X * s`` divided by ``s``)."""
+    if is_sparse(X):
+        s = pow2_scale(X.data)
+        return (X * s if s != 1.0 else X), s
     return scaled_copy(X)
 
 
@@ -311,6 +316,38 @@ def _emd_two_trees(X, axis, plan1, plan2, dtype):
     return upper + upper.T
 
 
+def _folder_matrix(plan, n):
+    """The sparse (n_folders, n) matrix of the plan: ``scale[f]`` on the points of folder f."""
+    leaf_order, start, end, scale = plan
+    sizes = (end - start).astype(np.intp)
+    indptr = np.zeros(sizes.shape[0] + 1, dtype=np.intp)
+    np.cumsum(sizes, out=indptr[1:])
+    offsets = np.arange(indptr[-1], dtype=np.intp) - np.repeat(indptr[:-1] - start, sizes)
+    data = np.repeat(scale, sizes)
+    return sp.csr_matrix((data, leaf_order[offsets], indptr), shape=(sizes.shape[0], n))
+
+
+def _sparse_emd(Xs, plan, axis, dtype, working_memory):
+    """Tree EMD between the rows (``axis=0``) or columns (``axis=1``) of a sparse matrix, the
+    plan's tree on the other axis, without a dense copy of it.
+
+    The features (weighted folder means) are built one block of folders at a time, a block
+    small enough for its dense (m, block) features and their sparse product to stay within
+    ``working_memory`` MB; memory is the (m, m) result, the sparse input, a folder matrix of
+    ``sum |F|`` entries and one block.
+    """
+    M = Xs.T.tocsr() if axis == 0 else Xs.tocsr()  # tree on the rows of M, compare columns
+    n, m = M.shape
+    A = _folder_matrix(plan, n)
+    k = A.shape[0]
+    step = max(1, min(k, int(working_memory * 2**20) // max(1, 24 * m)))
+    D = np.zeros((m, m), dtype=np.float64)
+    for lo in range(0, k, step):
+        block = (A[lo : lo + step] @ M).T.toarray()
+        _add_pairwise_l1(np.ascontiguousarray(block, dtype=dtype), D)
+    return D
+
+
 def _working_memory(working_memory):
     if working_memory is None:
         from sklearn import get_config
@@ -335,7 +372,7 @@ def tree_emd_features(
 
     Parameters
     ----------
-    X : array-like of shape (n_rows, n_columns)
+    X : array-like or sparse matrix of shape (n_rows, n_columns)
     tree : PartitionTree
         A tree on the rows of X (``tree.n_points == n_rows``).
     alpha, beta, exclude_singletons, folder_weights, dtype, n_jobs
@@ -362,11 +399,23 @@ def tree_emd_features(
         X, tree, alpha, beta, exclude_singletons, folder_weights, dtype
     )
     X, s = _in_range(X, dtype)
+    if is_sparse(X):
+        features = (_folder_matrix(plan, X.shape[0]) @ X).T.toarray()
+        return np.ascontiguousarray(_unscaled(features, s), dtype=dtype)
     with _numba_threads(n_jobs):
         return _unscaled(_features(X, {1: plan}, dtype), s)
 
 
 def _check_tree_emd_input(X, tree, alpha, beta, exclude_singletons, folder_weights, dtype):
+    if is_sparse(X):
+        X = check_sparse_matrix(X, "X", min_rows=1, dtype=None)
+        dtype = _feature_dtype(X, dtype)
+        check_tree_for_axis(tree, X.shape[0], "tree", "rows")
+        plan = _folder_plan(
+            tree, _check_real(alpha, "alpha"), _check_real(beta, "beta"), exclude_singletons,
+            folder_weights, "tree",
+        )  # fmt: skip
+        return X, plan, dtype
     X = check_finite_array(X, "X", ndim=2, min_rows=1, dtype=None)
     dtype = _feature_dtype(X, dtype)
     check_tree_for_axis(tree, X.shape[0], "tree", "rows")
@@ -392,8 +441,11 @@ def tree_emd(
 
     Parameters
     ----------
-    X : array-like of shape (n_rows, n_columns)
-        Finite values.
+    X : array-like or sparse matrix of shape (n_rows, n_columns)
+        Finite values. A SciPy sparse matrix is never densified: its features are built a
+        block of folders at a time, each block's dense (n_columns, block) features within
+        sklearn's ``working_memory``; memory is then the (n_columns, n_columns) result, X, a
+        sparse folder matrix of ``sum |F|`` (about ``n_rows x depth``) entries and one block.
     tree : PartitionTree
         A partition tree on the rows of X.
     alpha : float, default=0.0
@@ -465,6 +517,10 @@ def tree_emd(
         X, tree, alpha, beta, exclude_singletons, folder_weights, dtype
     )
     X, s = _in_range(X, dtype)
+    if is_sparse(X):
+        with _numba_threads(n_jobs):
+            D = _sparse_emd(X, plan, 1, dtype, _working_memory(None))
+        return _unscaled(D, s).astype(dtype, copy=False)
     with _numba_threads(n_jobs):
         D = np.zeros((X.shape[0], X.shape[0]), dtype=np.float64)
         _add_pairwise_l1(_features(X, {1: _padded(plan)}, dtype), D)
@@ -488,7 +544,8 @@ def multi_tree_emd(
 
     Parameters
     ----------
-    X : array-like of shape (n_0, ..., n_{d-1}), d >= 2
+    X : array-like of shape (n_0, ..., n_{d-1}), d >= 2, or sparse matrix
+        A SciPy sparse matrix (d = 2) is never densified (see :func:`tree_emd`).
         Finite values.
     trees : sequence of PartitionTree
         Either one entry per axis with None at ``axis``, or one tree per other axis in order.
@@ -547,7 +604,10 @@ def multi_tree_emd(
            [ 90.,   0., 108.],
            [198., 108.,   0.]])
     """
-    X = check_finite_array(X, "X", min_ndim=2, min_rows=1, dtype=None)
+    if is_sparse(X):  # a matrix: one tree, on the axis not compared
+        X = check_sparse_matrix(X, "X", min_rows=1, dtype=None)
+    else:
+        X = check_finite_array(X, "X", min_ndim=2, min_rows=1, dtype=None)
     dtype = _feature_dtype(X, dtype)
     X, s = _in_range(X, dtype)
     D = _multi_tree_emd(
@@ -596,6 +656,9 @@ def _multi_tree_emd(
         plan = _folder_plan(tree, alpha_map[a], beta_map[a], single_map[a], weight_map[a], name)
         plans[a + 1 if a < axis else a] = plan  # axis numbers of moveaxis(X, axis, 0)
     memory = _working_memory(working_memory)
+    if is_sparse(X):
+        with _numba_threads(n_jobs):
+            return _sparse_emd(X, plans[1], axis, dtype, memory)
     with _numba_threads(n_jobs):
         # the two-tree kernel holds _N_GROUPS (m, m) accumulators: for very long compared axes
         # that would pass the memory bound, and the chunked path below takes over

@@ -5,10 +5,14 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils._set_output import _get_output_config
+from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
+from .._labels import axis_labels, check_output_columns, container_kind, data_of, reorder_like
 from ..trees import TREE_METHODS
 from ._ordering import ORDERINGS
 from ._questionnaire import EARLY_STOPPING, EMD_DTYPES, PRESETS, SCHEDULES, questionnaire
@@ -20,6 +24,12 @@ def _take_axes(X, orders, axes):
     for axis in axes:
         X = np.take(X, orders[axis], axis=axis)
     return X
+
+
+def _inverse(order):
+    inv = np.empty_like(order)
+    inv[order] = np.arange(order.shape[0], dtype=order.dtype)
+    return inv
 
 
 class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
@@ -121,7 +131,16 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         The resolved parameters.
     shape_ : tuple
         Shape of the training data.
+    axis_names_ : list of ndarray
+        The labels of every axis in the organized order: the index and columns of a pandas
+        DataFrame, the column names of a polars DataFrame, the coordinates of an xarray
+        DataArray; the positions (``orders_[a]``) for an axis without labels.
+    row_names_, column_names_ : ndarray
+        ``axis_names_[0]`` and ``axis_names_[1]``.
     n_features_in_ : int
+        ``shape_[1]``.
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
+        Defined when X has string column names.
 
     See Also
     --------
@@ -131,8 +150,15 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
     Notes
     -----
     ``transform`` keeps the rows in input order and reorders every other axis
-    (columns of a matrix), so the estimator composes in a Pipeline;
-    ``organize`` reorders every axis, rows included. ``score`` is minus the
+    (columns of a matrix), so the estimator composes in a Pipeline; its output
+    features are the input features in the learned column order
+    (``get_feature_names_out``), and ``set_output(transform="pandas")`` (or
+    ``"polars"``) labels them so. ``inverse_transform`` puts the columns back.
+    ``organize`` reorders every axis, rows included, and returns the input's
+    kind: a DataFrame with reordered index and columns, a DataArray with
+    reordered coordinates. A SciPy sparse matrix (CSR or CSC) is organized
+    without a dense copy (see :func:`~skorg.organize.questionnaire` for the
+    memory it needs). ``score`` is minus the
     mean normalized l1 norm of the Haar coefficients of each row on the
     column tree(s): higher means smoother on the learned geometry, and it
     works on held-out rows, so ``GridSearchCV`` can tune the EMD weights and
@@ -154,6 +180,20 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
     >>> org.transform(X).shape
     (20, 20)
     >>> sorted(org.column_order_) == list(range(20))
+    True
+    >>> bool((org.inverse_transform(org.transform(X)) == X).all())
+    True
+
+    Labelled data keeps its labels:
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame(X, index=[f"r{i}" for i in range(20)],
+    ...                   columns=[f"c{j}" for j in range(20)])
+    >>> org = QuestionnaireOrganizer(n_iter=1).fit(df)
+    >>> organized = org.organize(df)
+    >>> list(organized.columns) == list(org.column_names_) == list(org.get_feature_names_out())
+    True
+    >>> bool(organized.loc["r3", "c7"] == df.loc["r3", "c7"])
     True
     """
 
@@ -225,6 +265,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
@@ -233,8 +274,11 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_rows, n_columns) or (n_0, n_1, ..., n_d)
-            Finite values, at least 2 entries on every axis.
+        X : array-like, sparse matrix or AnnData of shape (n_rows, n_columns) or (n_0, ..., n_d)
+            Finite values, at least 2 entries on every axis. A pandas or polars DataFrame
+            or an xarray DataArray gives its labels to ``axis_names_``; an AnnData gives
+            ``X`` (sparse or dense) with its ``obs_names`` and ``var_names`` (see
+            :func:`skorg.io.from_anndata` for a layer).
         y : None
             Ignored.
 
@@ -243,10 +287,12 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         self : QuestionnaireOrganizer
         """
         self._validate_params()
+        labels = axis_labels(X)
         X = validate_data(
             self,
-            X,
+            data_of(X),
             dtype=[np.float64, np.float32],
+            accept_sparse=["csr", "csc"],
             allow_nd=True,
             ensure_min_samples=2,
             ensure_min_features=2,
@@ -290,11 +336,26 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         self.shape_ = X.shape
         self.row_tree_, self.column_tree_ = self.trees_[0], self.trees_[1]
         self.row_order_, self.column_order_ = self.orders_[0], self.orders_[1]
+        if labels is None:
+            labels = [None] * X.ndim
+        self._labels = labels
+        self.axis_names_ = [
+            order.copy() if names is None else names[order]
+            for names, order in zip(labels, self.orders_)
+        ]
+        self.row_names_, self.column_names_ = self.axis_names_[0], self.axis_names_[1]
         return self
 
     def _check_new(self, X, *, same_rows):
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], allow_nd=True, reset=False)
+        X = validate_data(
+            self,
+            data_of(X),
+            dtype=[np.float64, np.float32],
+            accept_sparse=["csr", "csc"],
+            allow_nd=True,
+            reset=False,
+        )
         expected = self.shape_ if same_rows else self.shape_[1:]
         got = X.shape if same_rows else X.shape[1:]
         if got != expected:
@@ -309,28 +370,97 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_columns, ...)
+        X : array-like or sparse matrix of shape (n_samples, n_columns, ...)
 
         Returns
         -------
-        X_new : ndarray of the same shape
+        X_new : ndarray or sparse matrix of the same shape
+            Columns named by :meth:`get_feature_names_out` (a DataFrame under
+            ``set_output(transform="pandas")``).
         """
         X = self._check_new(X, same_rows=False)
+        if X.ndim > 2 and _get_output_config("transform", self)["dense"] != "default":
+            raise ValueError(
+                "set_output(transform='pandas' or 'polars') needs 2-D data, but X has shape "
+                f"{X.shape}; use the default output (ndarray) for tensors, or organize(X) "
+                "on an xarray DataArray to keep labels."
+            )
+        if sp.issparse(X):
+            return X[:, self.orders_[1]]
         return _take_axes(X, self.orders_, range(1, X.ndim))
+
+    def inverse_transform(self, X):
+        """Undo :meth:`transform`: every axis but the first back in its input order.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_columns, ...)
+            Data whose columns are in the learned order (the output of
+            ``transform``). A pandas or polars DataFrame must have the columns
+            :meth:`get_feature_names_out` gives, and comes back as a DataFrame of
+            the same kind with the columns in input order (index kept).
+
+        Returns
+        -------
+        X_original : ndarray, sparse matrix or DataFrame of the same shape
+        """
+        check_is_fitted(self)
+        if getattr(self, "feature_names_in_", None) is not None:
+            check_output_columns(X, self.get_feature_names_out(), self)
+        arr = check_array(
+            X,
+            dtype=[np.float64, np.float32],
+            accept_sparse=["csr", "csc"],
+            allow_nd=True,
+            ensure_min_samples=1,
+        )
+        if arr.shape[1:] != tuple(self.shape_[1:]):
+            raise ValueError(
+                f"X has shape after the first axis {arr.shape[1:]}, but this "
+                f"QuestionnaireOrganizer was fitted on {tuple(self.shape_[1:])}."
+            )
+        inverse = [None] + [_inverse(order) for order in self.orders_[1:]]
+        if sp.issparse(arr):
+            return arr[:, inverse[1]]
+        return reorder_like(_take_axes(arr, inverse, range(1, arr.ndim)), X, inverse)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output features: the input features in the learned column order.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            The input feature names; None takes ``feature_names_in_`` if defined,
+            else ``["x0", "x1", ...]``.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+        """
+        check_is_fitted(self)
+        names = _check_feature_names_in(self, input_features)
+        return np.asarray(names, dtype=object)[self.column_order_]
 
     def organize(self, X):
         """Reorder every axis, rows included: the organized matrix or tensor.
 
         Parameters
         ----------
-        X : array-like of the training shape
+        X : array-like, sparse matrix, DataFrame, DataArray or AnnData of the training shape
 
         Returns
         -------
-        X_organized : ndarray
+        X_organized : the kind of X
+            An ndarray or sparse matrix; a pandas DataFrame with its index and
+            columns reordered; a polars DataFrame with its rows and columns
+            reordered; an xarray DataArray with its coordinates reordered.
         """
-        X = self._check_new(X, same_rows=True)
-        return _take_axes(X, self.orders_, range(X.ndim))
+        arr = self._check_new(X, same_rows=True)
+        if container_kind(X) == "anndata":
+            return reorder_like(None, X, self.orders_)
+        if sp.issparse(arr):
+            return arr[self.orders_[0]][:, self.orders_[1]]
+        return reorder_like(_take_axes(arr, self.orders_, range(arr.ndim)), X, self.orders_)
 
     def score(self, X, y=None):
         """Organization quality of the rows of X on the learned trees (higher is better).
@@ -350,19 +480,39 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         score : float
         """
         X = self._check_new(X, same_rows=False).astype(np.float64, copy=False)
-        from .._validation import scale_rows
-        from ..transforms import multi_haar_transform
+        if not sp.issparse(X):
+            ratios = _row_ratios(X, self.trees_)
+        else:
+            # rows densified a block at a time: one block of float64 stays within
+            # sklearn's working_memory
+            from sklearn import get_config
 
-        # each row's ratio does not change when the row is scaled: extreme rows are scaled
-        # (exactly) so that the squares of the norms cannot overflow or underflow
-        shape = X.shape
-        X = scale_rows(X.reshape(shape[0], -1)).reshape(shape)
-
-        coefs = multi_haar_transform(X, [None, *self.trees_[1:]])
-        flat = coefs.reshape(X.shape[0], -1)
-        norms = np.sqrt(np.einsum("ij,ij->i", X.reshape(X.shape[0], -1), X.reshape(X.shape[0], -1)))
-        keep = norms > 0
-        if not keep.any():
+            budget = int(get_config()["working_memory"] * 2**20)
+            step = max(1, budget // (16 * X.shape[1]))
+            X = X.tocsr()
+            ratios = np.concatenate(
+                [
+                    _row_ratios(X[lo : lo + step].toarray(), self.trees_)
+                    for lo in range(0, X.shape[0], step)
+                ]
+            )
+        if ratios.size == 0:
             return 0.0
-        ratios = np.abs(flat[keep]).sum(axis=1) / (norms[keep] * np.sqrt(flat.shape[1]))
         return float(-ratios.mean())
+
+
+def _row_ratios(X, trees):
+    """``||H x||_1 / (sqrt(m) ||x||_2)`` of every nonzero row of a dense X."""
+    from .._validation import scale_rows
+    from ..transforms import multi_haar_transform
+
+    # each row's ratio does not change when the row is scaled: extreme rows are scaled
+    # (exactly) so that the squares of the norms cannot overflow or underflow
+    shape = X.shape
+    X = scale_rows(X.reshape(shape[0], -1)).reshape(shape)
+    coefs = multi_haar_transform(X, [None, *trees[1:]])
+    flat = coefs.reshape(X.shape[0], -1)
+    rows = X.reshape(X.shape[0], -1)
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    keep = norms > 0
+    return np.abs(flat[keep]).sum(axis=1) / (norms[keep] * np.sqrt(flat.shape[1]))

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 
+from .._sparse_input import check_sparse_matrix
 from .._validation import check_finite_array, pow2_scale
 from ..metrics import affinity_matrix
 from ..trees import TREE_METHODS, build_tree, flexible_tree
@@ -120,7 +122,28 @@ def _per_axis(value, n_axes, name, positive=False):
 
 
 def _unfold(X, axis):
+    if sp.issparse(X):  # a matrix
+        return X if axis == 0 else X.T.tocsr()
     return np.moveaxis(X, axis, 0).reshape(X.shape[axis], -1)
+
+
+def _densify_for_knn(X, sparse_axes_):
+    """The k-nearest-neighbour path works on dense data: a sparse X is densified for it when
+    the dense copy fits in sklearn's ``working_memory``, else a clear error."""
+    if not (sp.issparse(X) and any(sparse_axes_)):
+        return X
+    from sklearn import get_config
+
+    need = X.shape[0] * X.shape[1] * 8
+    budget = get_config()["working_memory"] * 2**20
+    if need > budget:
+        raise ValueError(
+            f"The k-nearest-neighbour path (axes longer than 10,000 or affinity_mode='sparse') "
+            f"needs a dense copy of the sparse X ({need / 2**20:.0f} MB), more than "
+            f"working_memory ({budget / 2**20:.0f} MB); raise it with "
+            "sklearn.set_config(working_memory=...) or reduce X."
+        )
+    return X.toarray()
 
 
 def questionnaire(
@@ -154,8 +177,17 @@ def questionnaire(
 
     Parameters
     ----------
-    X : array-like of shape (n_0, n_1, ..., n_{d-1}), d >= 2
-        Finite values; every axis needs at least 2 entries.
+    X : array-like of shape (n_0, n_1, ..., n_{d-1}), d >= 2, or sparse matrix
+        Finite values; every axis needs at least 2 entries. A SciPy sparse matrix
+        (CSR or CSC, scanpy's usual ``adata.X``) is never densified on the dense-affinity
+        path: the initial affinities come from its Gram products and the tree EMD builds
+        its features a block of folders at a time within sklearn's ``working_memory``
+        (see :func:`~skorg.metrics.tree_emd`); memory is then a few (m, m) matrices per
+        axis of length m, as for dense X, plus X itself. The k-nearest-neighbour path
+        (long axes) densifies X once, only when the dense copy fits in ``working_memory``
+        (otherwise it raises before starting). Distances and affinities equal those of
+        ``X.toarray()`` to rounding (about 1e-15 relative), so the trees and orders are the
+        same unless the data has exact ties, which rounding may break either way.
     n_iter : int, default=3
         Number of sweeps over the axes.
     init_affinity : {"cosine", "correlation", "gaussian"} or callable, default="cosine"
@@ -256,7 +288,9 @@ def questionnaire(
         ordering=ordering,
         tree_method=tree_method,
     )
-    if check_input:
+    if sp.issparse(X):
+        X = check_sparse_matrix(X, "X", min_rows=2) if check_input else X.tocsr()
+    elif check_input:
         X = check_finite_array(X, "X", min_ndim=2, min_rows=2)
     ndim = X.ndim
     if not isinstance(p["n_iter"], Integral) or p["n_iter"] < 0:
@@ -278,6 +312,7 @@ def questionnaire(
     constants = _per_axis(p["tree_constant"], ndim, "tree_constant", positive=True)
     init_params = dict(init_affinity_params or {})
     sparse = sparse_axes(X.shape, affinity_mode, n_neighbors)
+    X = _densify_for_knn(X, sparse)
     methods = _tree_methods(p["tree_method"], ndim, sparse)
     builder_params = dict(tree_params or {})
     p.update(
@@ -299,7 +334,7 @@ def questionnaire(
     # The tree EMD steps see X scaled by a power of two to largest magnitude in [0.5, 1):
     # exact, so the trees are bit for bit those of any rescaled copy of X, and neither the
     # float32 features nor the squares of the kNN path can underflow or overflow.
-    scale = pow2_scale(X, always=True)
+    scale = pow2_scale(X.data if sp.issparse(X) else X, always=True)
     Xe = X * scale
     trees = [None] * ndim
     affinities = [None] * ndim
@@ -446,6 +481,8 @@ def _objective(X, trees):
     """
     from ..transforms import multi_haar_transform
 
+    if sp.issparse(X):  # the Haar coefficients of a sparse matrix are dense anyway
+        X = X.toarray()
     top = float(np.abs(X).max())
     if top == 0:
         return 0.0

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import time
-import zipfile
-from pathlib import Path
 
 import numpy as np
 
@@ -18,61 +16,30 @@ MIN_SIDE = 4
 _FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 
 
-def load_array(path, key=None):
-    """Read a matrix or tensor from ``.npy``, ``.npz`` (one array, or ``key``) or ``.csv``.
+def load_array(path, key=None, **options):
+    """Read a matrix or tensor from a file with :func:`skorg.io.read_array`; the values only.
 
-    CSV files hold numbers separated by commas; a first line that is not numeric is taken as
-    a header and skipped.
+    ``.npy``, ``.npz`` (one array, or ``key``), ``.csv``/``.tsv``/``.txt`` (separator, header
+    and index column detected), ``.parquet`` and ``.h5ad``; ``options`` go to
+    :func:`~skorg.io.read_array`. A sparse matrix comes back dense. Errors are
+    :class:`InputError` (or :class:`MissingExtraError` for a missing reader).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"file not found: {path}")
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".npy":
-            X = np.load(path, allow_pickle=False)
-        elif suffix == ".npz":
-            with np.load(path, allow_pickle=False) as archive:
-                names = list(archive.files)
-                if key is None and len(names) != 1:
-                    raise InputError(
-                        f"{path} holds {len(names)} arrays {names}; choose one with --key"
-                    )
-                key = names[0] if key is None else key
-                if key not in names:
-                    raise InputError(f"{path} has no array {key!r}; it holds {names}")
-                X = archive[key]
-        elif suffix == ".csv":
-            X = _read_csv(path)
-        else:
-            raise InputError(
-                f"unsupported file type {suffix or '(none)'!r} of {path}: expected "
-                ".npy, .npz or .csv"
-            )
-    except InputError:
-        raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise InputError(f"cannot read {path}: {exc}") from exc
-    return X
+    data = load_labelled(path, key=key, **options)
+    X = data.X
+    return X.toarray() if hasattr(X, "toarray") else X
 
 
-def _read_csv(path):
-    text = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    lines = [line for line in text if line.strip()]
-    if not lines:
-        raise InputError(f"{path} is empty")
+def load_labelled(path, **options):
+    """:func:`skorg.io.read_array`, its failures as the command line's errors."""
+    from ..io import MissingDependencyError, ReadError, read_array
+    from ._errors import MissingExtraError
+
     try:
-        [float(v) for v in lines[0].split(",")]
-    except ValueError:
-        lines = lines[1:]  # a header
-    try:
-        rows = [[float(v) for v in line.split(",")] for line in lines]
-    except ValueError as exc:
-        raise InputError(f"{path} has a value that is not a number ({exc})") from exc
-    widths = {len(r) for r in rows}
-    if len(widths) > 1:
-        raise InputError(f"{path} has rows of different lengths {sorted(widths)}")
-    return np.asarray(rows, dtype=float)
+        return read_array(path, **options)
+    except ReadError as exc:
+        raise InputError(str(exc)) from exc
+    except MissingDependencyError as exc:
+        raise MissingExtraError(str(exc)) from exc
 
 
 def check_data(X, name="data"):
@@ -139,6 +106,25 @@ def synthetic_comparison(data, *, n_iter=3):
     ]
 
 
+def _check_names(names, shape):
+    """One entry per axis: None, or one label per entry of that axis."""
+    if names is None:
+        return [None] * len(shape)
+    names = list(names)
+    if len(names) != len(shape):
+        raise InputError(f"names has {len(names)} entries for data with {len(shape)} axes")
+    out = []
+    for axis, (labels, n) in enumerate(zip(names, shape)):
+        if labels is not None:
+            labels = np.asarray(labels, dtype=object)
+            if labels.shape != (n,):
+                raise InputError(
+                    f"axis {axis} has {n} entries but {labels.size} names; give one name each"
+                )
+        out.append(labels)
+    return out
+
+
 def _slices(X):
     # 2-D views for the heatmaps: the matrix itself, or up to 3 slices along the last axes
     if X.ndim == 2:
@@ -159,6 +145,7 @@ def organize_report(
     comparison=None,
     progress=None,
     random_state=0,
+    names=None,
 ):
     """Organize ``X`` and describe the result.
 
@@ -178,6 +165,10 @@ def organize_report(
     comparison : list of dict, optional
         Rows of :func:`synthetic_comparison`, shown in their own section.
     progress : Progress, optional
+    names : list of (array-like or None), optional
+        Labels of every axis (row names, column names, ...), as
+        :class:`skorg.io.LabelledArray` holds them; they go into the orders table
+        (``orders.csv``), the summary and the heatmap ticks.
     random_state : int, default=0
         Seed of the random trees that serve as the unorganized reference.
 
@@ -194,6 +185,7 @@ def organize_report(
 
     step = progress.step if progress is not None else (lambda label: None)
     X = check_data(X, name)
+    names = _check_names(names, X.shape)
     if compress is not None and not 0.0 < compress <= 1.0:
         raise InputError(f"--compress must be a fraction in (0, 1], got {compress}")
     start = time.perf_counter()
@@ -274,6 +266,13 @@ def organize_report(
             "Relative error keeping 5% of the Haar coefficients: "
             + ", ".join(f"{k} {v[2]:.3f}" for k, v in curves.items())
             + ".",
+            *[
+                f"Axis {a} organized: {', '.join(str(n) for n in labels[org.orders_[a][:6]])}"
+                + (", ..." if len(labels) > 6 else "")
+                + "."
+                for a, labels in enumerate(names)
+                if labels is not None
+            ],
         ],
         meta={"shape": "x".join(map(str, X.shape)), "preset": org.preset or "default"},
     )
@@ -288,6 +287,8 @@ def organize_report(
             "X": M,
             "row_order": org.orders_[0],
             "col_order": org.orders_[1],
+            "row_labels": names[0],
+            "col_labels": names[1],
             "value": "value",
         }
         for label, M, _ in _slices(X)
@@ -300,8 +301,10 @@ def organize_report(
             caption="Given order (left) and organized (right).",
         )
     )
+    named = any(labels is not None for labels in names)
     order_rows = [
         {"axis": a, "position": p, "index": int(i)}
+        | ({"name": "" if names[a] is None else str(names[a][i])} if named else {})
         for a, o in enumerate(org.orders_)
         for p, i in enumerate(o)
     ]
@@ -309,7 +312,8 @@ def organize_report(
         Table(
             "orders",
             order_rows,
-            caption="Organized order of every axis (position -> original index)",
+            caption="Organized order of every axis (position -> original index"
+            + (", and its name)" if named else ")"),
             max_rows=8,
         )
     )

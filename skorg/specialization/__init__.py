@@ -1,7 +1,7 @@
 """Head specialization lab: the single-location task and softmax / softmax-1 / Bayes-softmax.
 
-Needs torch (``pip install skorg[torch]``). See SPEC section 8 and Sagitova, Duranthon,
-Zdeborova, arXiv 2603.03993.
+Needs torch (``pip install skorg[torch]``). See Sagitova, Duranthon, Zdeborova,
+arXiv 2603.03993 (the single-location model).
 """
 
 try:

@@ -14,7 +14,9 @@ __all__ = ["OrderParameters", "model_risk", "order_parameters"]
 
 @dataclass(frozen=True)
 class OrderParameters:
-    """The overlaps of SPEC section 8 (leading axes, if any, index records or replicas).
+    """The overlaps of the single-location model (Sagitova et al., arXiv 2603.03993).
+
+    Leading axes, if any, index records or replicas.
 
     Attributes
     ----------

@@ -12,9 +12,11 @@ from sklearn.base import (
     _fit_context,
     clone,
 )
+from sklearn.utils import check_array
 from sklearn.utils._param_validation import HasMethods, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
+from .._labels import check_output_columns, frame_like
 from ..trees import PartitionTree, dyadic_tree
 from ._haar import _along, _get_plan, haar_support
 
@@ -68,6 +70,16 @@ class TreeHaarTransform(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
     >>> TreeHaarTransform().fit_transform(X).round(6)
     array([[4., 2., 0., 0.],
            [4., 0., 0., 0.]])
+
+    With pandas output the coefficients are named and invert back to the input's names:
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    >>> haar = TreeHaarTransform().set_output(transform="pandas").fit(df)
+    >>> list(haar.transform(df).columns)
+    ['treehaartransform0', 'treehaartransform1', 'treehaartransform2', 'treehaartransform3']
+    >>> haar.inverse_transform(haar.transform(df)).round(6).equals(df)
+    True
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -144,15 +156,26 @@ class TreeHaarTransform(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Coefficients as returned by ``transform``.
+            Coefficients as returned by ``transform``. A pandas or polars DataFrame
+            (``set_output(transform="pandas")``) must have the columns
+            :meth:`get_feature_names_out` gives.
 
         Returns
         -------
-        X_original : ndarray of shape (n_samples, n_features)
+        X_original : ndarray or DataFrame of shape (n_samples, n_features)
+            A DataFrame of the input's kind, with the input feature names
+            (``feature_names_in_``, else ``x0, x1, ...``) and X's index, when X is one.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        return _along(X, _get_plan(self.tree_), 1, inverse=True)
+        check_output_columns(X, self.get_feature_names_out(), self)
+        coefs = check_array(X, dtype=[np.float64, np.float32])
+        if coefs.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {coefs.shape[1]} features, but TreeHaarTransform is expecting "
+                f"{self.n_features_in_} features as input."
+            )
+        out = _along(coefs, _get_plan(self.tree_), 1, inverse=True)
+        return frame_like(out, X, _check_feature_names_in(self, None))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

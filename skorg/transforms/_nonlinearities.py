@@ -3,7 +3,7 @@
 A nonlinearity ``A`` acts on a whole matrix. It knows three things at a point ``u`` (a matrix):
 its value ``A(u)``, the first-order term ``A'(u)[h]`` and the second-order term ``A''(u)[h, k]``
 for direction matrices ``h`` and ``k``. Entrywise functions multiply (``A'(u) * h``); the row-wise
-softmax applies its Jacobian and second derivative row by row (SPEC section 7).
+softmax applies its Jacobian and second derivative row by row (Fasina et al., arXiv:2506.15541).
 
 Softmax-family nonlinearities are *prepared* on the logits: they work on the row-shifted logits
 ``f - max_k f[i, k]`` (same softmax), which keeps every exponential at most 1.
@@ -178,7 +178,7 @@ def _row_dot(sw, h):
 
 
 class Softmax(Nonlinearity):
-    """Row-wise softmax with its true Jacobian and second derivative (SPEC 7).
+    """Row-wise softmax with its true Jacobian and second derivative.
 
     For one row ``x`` with ``s = softmax(x)``::
 

@@ -1,4 +1,7 @@
-"""Tensor paraproduct of a nonlinearity on dyadic blocks or partition-tree folders (SPEC 7)."""
+"""Tensor paraproduct of a nonlinearity on dyadic blocks or partition-tree folders.
+
+See the user guide's "Reading the paraproduct verdict" and Fasina et al., arXiv:2506.15541.
+"""
 
 from __future__ import annotations
 
@@ -250,7 +253,7 @@ class ParaproductResult:
     """Every term of the paraproduct decomposition of ``A(f)``.
 
     Scale arrays are indexed ``[j, j']``: ``j`` the column scale, ``j'`` the row
-    scale, as in ``P_{j,j'}`` (SPEC 7). ``depth`` is the number of scales per
+    scale, as in ``P_{j,j'}`` (Fasina et al., 2025). ``depth`` is the number of scales per
     axis (``log2 N`` on a dyadic side; the deeper tree's depth otherwise).
 
     Attributes
@@ -353,7 +356,7 @@ class ParaproductResult:
         return self._averager.average(j, jp)
 
     def details(self, j, jp):
-        """``(u, a, b, c)`` at scale ``(j, j')`` (SPEC 7), from the analysed logits."""
+        """``(u, a, b, c)`` at scale ``(j, j')``, from the analysed logits."""
         if not (0 <= j < self.depth and 0 <= jp < self.depth):
             raise ValueError(f"(j, j') must lie in 0..{self.depth - 1}, got ({j}, {jp}).")
         return self._averager.details(j, jp)
@@ -633,7 +636,7 @@ def paraproduct_decomposition(
     resize="tree",
     keep_terms=False,
 ):
-    """Telescoping decomposition and tensor paraproduct of ``A(f)`` (SPEC 7).
+    """Telescoping decomposition and tensor paraproduct of ``A(f)``.
 
     With ``u = P_{j,j'} f`` and the details ``a`` (column), ``b`` (row), ``c``
     (mixed) the exact identity is::

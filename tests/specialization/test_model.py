@@ -17,7 +17,7 @@ from skorg.specialization import (  # noqa: E402
 
 
 def _brute_force(X, K, b, V, normalization):
-    """Loops over samples, heads and tokens, straight from SPEC section 8."""
+    """Loops over samples, heads and tokens, straight from the model's definition."""
     n, L, D = X.shape
     H = K.shape[0]
     out = np.zeros(n)

@@ -51,7 +51,7 @@ def random_tree(n, rng, n_levels=5, max_children=7):
 
 
 def dense_haar_basis(tree):
-    """The basis from its definition (SPEC 6), one folder at a time, bfs order."""
+    """The basis from its definition, one folder at a time, bfs order."""
     n = tree.n_points
     cols = [np.full(n, 1.0 / np.sqrt(n))]
     for node in range(tree.n_nodes):

@@ -1,4 +1,4 @@
-"""Paraproduct decomposition: identities, oracles, averaging and validation (SPEC 7)."""
+"""Paraproduct decomposition: identities, oracles, averaging and validation."""
 
 import itertools
 

@@ -1,0 +1,55 @@
+"""SciPy sparse matrices as input: validation and the Gram products the affinities need.
+
+Memory rule: a sparse X is never densified here; what is dense is the (n_points, n_points)
+result the caller returns anyway.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["check_sparse_matrix", "is_sparse", "sparse_gram"]
+
+
+def is_sparse(X):
+    return sp.issparse(X)
+
+
+def check_sparse_matrix(X, name="X", *, min_rows=2, dtype=np.float64, fmt="csr"):
+    """A finite, real, 2-D sparse matrix in ``fmt`` with ``dtype`` (None keeps float32/64).
+
+    Explicit zeros are kept (they are zeros); NaN and inf among the stored values are refused.
+    """
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D sparse matrix, got shape {X.shape}.")
+    if np.iscomplexobj(X.data) or not (
+        np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)
+    ):
+        raise TypeError(f"{name} must be a real sparse matrix, got dtype {X.dtype}.")
+    if dtype is None:
+        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+    X = X.asformat(fmt).astype(dtype, copy=False)
+    for axis, length in enumerate(X.shape):
+        if length < min_rows:
+            raise ValueError(
+                f"{name} has {length} entries along axis {axis}; at least {min_rows} are needed "
+                f"(shape {X.shape})."
+            )
+    bad = ~np.isfinite(X.data)
+    if bad.any():
+        raise ValueError(
+            f"{name} contains {int(bad.sum())} NaN or infinite values; expected finite numbers."
+        )
+    return X
+
+
+def sparse_gram(X):
+    """``(X @ X.T, squared row norms)`` of a CSR matrix, dense, after dividing X by its largest
+    absolute value (the same rescaling for both, so ratios of them do not depend on units)."""
+    top = float(np.max(np.abs(X.data))) if X.nnz else 0.0
+    if top > 0:
+        X = X * (1.0 / top)
+    sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    G = (X @ X.T).toarray()
+    return G, sq, top
