@@ -86,10 +86,18 @@ def _attention_run(args, model, sentences):
 
     progress = _progress(args, 6)
     progress.step(f"loading {model}")
-    setup = load_attention_setup(model, sentences, max_length=args.max_length)
+    setup = load_attention_setup(
+        model, sentences, max_length=args.max_length, n_organize=args.n_organize
+    )
     n_samples = len(setup["samples"])
     progress.total = 6 + n_samples  # load, extract, one per sample, rank, prune, entropy, draw
-    report = attention_report(setup, prune_steps=args.prune_steps, progress=progress)
+    report = attention_report(
+        setup,
+        prune_steps=args.prune_steps,
+        n_random=args.n_random,
+        n_resamples=args.n_resamples,
+        progress=progress,
+    )
     progress.done()
     report.meta["total time"] = f"{progress.elapsed():.1f} s"
     return _write(report, args)
@@ -103,9 +111,11 @@ def _demo(args):
         rows = synthetic_comparison(data, n_iter=args.n_iter)
         _print_comparison(rows, data, args)
         return 0
-    from .report import DEMO_SENTENCES
+    from .report import require_attention
+    from .report._attention import default_sentences
 
-    _attention_run(args, "minilm", list(DEMO_SENTENCES[: args.n_sentences]))
+    require_attention(minilm=True)  # before the corpus, which comes with the attention extra
+    _attention_run(args, "minilm", default_sentences(args.n_sentences))
     return 0
 
 
@@ -200,18 +210,37 @@ def _add_synthetic(parser, n_iter_default):
         group.add_argument("--n-iter", type=_positive(int, 1), default=n_iter_default)
 
 
-def _add_attention_options(parser):
+def _add_attention_options(parser, *, max_length=32, prune_steps=11, n_random=5):
     parser.add_argument(
         "--max-length",
         type=_positive(int, 4),
-        default=32,
-        help="tokens per sentence, padded and truncated (default 32)",
+        default=max_length,
+        help=f"tokens per sentence at most, truncated (default {max_length})",
     )
     parser.add_argument(
         "--prune-steps",
         type=_positive(int, 2),
-        default=11,
-        help="points on each pruning curve (default 11)",
+        default=prune_steps,
+        help=f"points on each pruning curve (default {prune_steps})",
+    )
+    parser.add_argument(
+        "--n-random",
+        type=_positive(int, 1),
+        default=n_random,
+        help=f"random prune orders averaged into the random baseline (default {n_random})",
+    )
+    parser.add_argument(
+        "--n-organize",
+        type=_positive(int, 2),
+        default=16,
+        help="inputs whose attention is organized and ranked (default 16); the pruning "
+        "metric uses every input",
+    )
+    parser.add_argument(
+        "--n-resamples",
+        type=_positive(int, 100),
+        default=2000,
+        help="bootstrap resamples and null draws (default 2000)",
     )
 
 
@@ -240,10 +269,12 @@ def _build_parser():
     demo.add_argument(
         "--n-sentences",
         type=_positive(int, 2),
-        default=8,
-        help="use the first N of the 8 embedded sentences (default 8)",
+        default=64,
+        help="sentences: the 8 embedded ones, then standard-library docstring sentences "
+        "(default 64)",
     )
-    _add_attention_options(demo)
+    # fewer pruning steps and random orders than `skorg attention`: the demo's time budget
+    _add_attention_options(demo, max_length=24, prune_steps=6, n_random=4)
     _add_common(demo, "skorg-report")
     _add_synthetic(demo, 3)
     demo.set_defaults(func=_demo)
@@ -266,8 +297,8 @@ def _build_parser():
     att.add_argument(
         "--max-sentences",
         type=_positive(int, 1),
-        default=16,
-        help="use at most this many lines of the text file (default 16)",
+        default=64,
+        help="use at most this many lines of the text file (default 64)",
     )
     _add_attention_options(att)
     _add_common(att, "skorg-attention-report")

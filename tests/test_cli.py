@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from skorg._cli import main
+from skorg.stats import jaccard_null
 from skorg.transforms import corner_block_logits, softmax_invariance_check
 
 
@@ -85,6 +86,10 @@ def minilm_report(tmp_path_factory):
             "12",
             "--prune-steps",
             "3",
+            "--n-random",
+            "2",
+            "--n-resamples",
+            "200",
             "-q",
             "-o",
             str(folder),
@@ -105,6 +110,10 @@ def test_demo_minilm_writes_every_table_and_figure(minilm_report):
         "pruning_curves",
         "pruning_summary",
         "network_entropy",
+        "network_entropy_tests",
+        "ranking_stability",
+        "head_entropy_tests",
+        "pruning_best_vs_rest",
         "paraproduct_verdict",
         "paraproduct_residuals",
     }
@@ -112,8 +121,9 @@ def test_demo_minilm_writes_every_table_and_figure(minilm_report):
     for name in expected:
         assert (folder / f"{name}.csv").is_file()
     html = (folder / "index.html").read_text()
-    # heatmaps, head tree, embedding, score grids, pruning curves, corner-block plot
-    assert html.count('<img src="data:image/png;base64,') == 6
+    # heatmaps, head tree, embedding, score grids, head entropies, pruning curves with
+    # bands, corner-block plot
+    assert html.count('<img src="data:image/png;base64,') == 7
     heads = tables["head_scores"]
     assert len(heads) == 72  # 6 layers x 12 heads
     for key in ("rank_sparsity", "rank_attention_entropy", "rank_confidence", "rank_gradient"):
@@ -127,6 +137,37 @@ def test_demo_minilm_writes_every_table_and_figure(minilm_report):
         assert curves[-1][order] == pytest.approx(curves[-1]["random"], abs=1e-6)  # all pruned
     corr = {r["score"]: r for r in tables["score_correlation"]}
     assert all(corr[k][k] == pytest.approx(1.0) for k in corr)
+
+
+def test_demo_minilm_carries_every_interval_and_p_value(minilm_report):
+    _, folder = minilm_report
+    data = read_json(folder)
+    summary = {r["order"]: r for r in data["tables"]["pruning_summary"]}
+    assert set(summary) == {"sparsity", "attention_entropy", "confidence", "gradient", "random"}
+    for name, r in summary.items():
+        assert r["auc_low"] <= r["auc"] <= r["auc_high"]
+        assert r["prunable_low"] <= r["prunable_fraction"] <= r["prunable_high"]
+        if name == "random":
+            continue
+        assert r["difference_low"] <= r["auc_minus_random"] <= r["difference_high"]
+        assert 0 < r["p_value"] <= 1 and 0 < r["p_value_vs_random_orders"] <= 1
+        if r["difference_low"] <= 0 <= r["difference_high"]:
+            assert r["verdict"] == "not distinguishable from random"
+            assert f"{name} is not distinguishable from random" in " ".join(data["summary"])
+    for r in data["tables"]["pruning_curves"]:
+        assert r["sparsity_low"] <= r["sparsity"] <= r["sparsity_high"]
+    stability = data["tables"]["ranking_stability"]
+    assert [r["set"] for r in stability] == ["top 10%", "bottom 10%"]
+    for r in stability:
+        assert r["null_mean_jaccard"] == pytest.approx(jaccard_null(72, 8)["expectation"])
+        assert 0 < r["p_value"] <= 1
+    tests = data["tables"]["network_entropy_tests"]
+    assert {(r["coefficients"], r["organized_vs"]) for r in tests} == {
+        (c, o) for c in ("400 largest support", "all") for o in ("token order", "random trees")
+    }
+    # two inputs: the exact paired test cannot go below 2 / 4
+    assert all(r["p_value"] >= 0.5 for r in tests)
+    assert len(data["tables"]["head_entropy_tests"]) == 72
 
 
 def test_demo_minilm_paraproduct_numbers_match_the_library(minilm_report):
