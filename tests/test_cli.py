@@ -116,6 +116,8 @@ def test_demo_minilm_writes_every_table_and_figure(minilm_report):
         "pruning_best_vs_rest",
         "paraproduct_verdict",
         "paraproduct_residuals",
+        "paraproduct_survey",
+        "paraproduct_survey_heads",
     }
     assert set(tables) == expected
     for name in expected:
@@ -168,6 +170,11 @@ def test_demo_minilm_carries_every_interval_and_p_value(minilm_report):
     # two inputs: the exact paired test cannot go below 2 / 4
     assert all(r["p_value"] >= 0.5 for r in tests)
     assert len(data["tables"]["head_entropy_tests"]) == 72
+    survey = {r["variant"]: r for r in data["tables"]["paraproduct_survey"]}
+    assert all(r["heads"] == 72 for r in survey.values())
+    assert survey["exact"]["share_within"] == 1.0
+    assert len(data["tables"]["paraproduct_survey_heads"]) == 4 * 72
+    assert any(line.startswith("Eq. 18 over all 72 heads") for line in data["summary"])
 
 
 def test_demo_minilm_paraproduct_numbers_match_the_library(minilm_report):

@@ -19,6 +19,7 @@ from ._uncertainty import (
     pruning_sentence,
     stability_rows,
     stability_sentence,
+    survey_sentence,
 )
 
 __all__ = [
@@ -241,6 +242,7 @@ def attention_report(
         prune_curves,
         rank_heads,
         ranking_stability,
+        softmax_invariance_survey,
     )
     from skorg.metrics import diffusion_embedding
     from skorg.trees import dyadic_tree
@@ -322,12 +324,19 @@ def attention_report(
 
     picks = pick_heads(table["scores"]["sparsity"], n_heatmaps)
     para_rows = reviewers_rows() + head_paraproduct_rows(maps, org, picks)
+    survey = None
+    if maps.logits is not None:
+        step("paraproduct check of every head")
+        survey = softmax_invariance_survey(
+            maps, org.trees_[:2], n_resamples=n_resamples, random_state=random_state
+        )
     tests = {
         "entropy": entropy_test_rows(entropy_rows, random_state=random_state),
         "heads": head_entropy_rows(names, sparsity, token_sparsity, random_state=random_state)
         if n_samples > 1
         else [],
         "token_sparsity": token_sparsity,
+        "survey": survey,
     }
 
     step("drawing the report")
@@ -713,4 +722,32 @@ def _build(
         )
 
     paraproduct_section(report, para_rows, PARAPRODUCT_COLUMNS, real_heads=True)
+    if tests["survey"] is not None:
+        survey = tests["survey"]
+        report.summary.append(survey_sentence(survey))
+        s = report.sections[-1]
+        s.text(
+            survey_sentence(survey)
+            + " Per variant over every head of sample 0 on its organized trees: median and "
+            "quartiles of the relative error, the share of heads within "
+            f"{survey['tolerance']:.0%} (95% bootstrap interval over heads), and the median "
+            "over heads of the largest true A' = s(1 - s) (at most 1/4) and diagonal "
+            "A'' = s(1 - s)(1 - 2s) (at most 0.096) at the block averages, which Eq. 18 sets "
+            "to 1."
+        )
+        s.table(
+            Table(
+                "paraproduct_survey",
+                survey["summary"],
+                caption="Eq. 18 over every head: distribution of each variant's relative error",
+            )
+        )
+        s.table(
+            Table(
+                "paraproduct_survey_heads",
+                survey["heads"],
+                caption="Every head and variant",
+                max_rows=12,
+            )
+        )
     return report
