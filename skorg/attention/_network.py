@@ -133,12 +133,7 @@ def compare_networks(
     >>> bool(out["difference"] < 0), bool(out["p_value"] < 0.05), out["paired"]
     (True, True, True)
     """
-    from skorg.stats import (
-        bootstrap_of_means,
-        effect_size,
-        permutation_test_paired,
-        permutation_test_two_sample,
-    )
+    from skorg.stats import compare_samples
 
     if not callable(organize):
         raise TypeError(f"organize must be callable, got {type(organize).__name__}.")
@@ -151,65 +146,12 @@ def compare_networks(
         raise ValueError(
             f"paired=True needs as many tensors in both lists, got {a.size} and {b.size}."
         )
-    n = min(a.size, b.size)
-    out = {
-        "a": a,
-        "b": b,
-        "difference": float(a.mean() - b.mean()),
-        "fraction_a_lower": float(np.mean(a[:n] < b[:n])),
-        "paired": paired,
-        "interval_a": None,
-        "interval_b": None,
-        "interval_difference": None,
-        "p_value": None,
-        "effect_size": None,
-        "distinguishable": None,
-        "confidence_level": confidence_level,
-    }
-    opts = {
-        "n_resamples": n_resamples,
-        "confidence_level": confidence_level,
-        "random_state": random_state,
-    }
-    n_perm = max(n_resamples, 9999)
-    if a.size > 1:
-        out["interval_a"] = bootstrap_of_means(a, **opts).to_dict()
-    if b.size > 1:
-        out["interval_b"] = bootstrap_of_means(b, **opts).to_dict()
-    if paired and a.size > 1:
-        d = a - b
-        ci = bootstrap_of_means(d, **opts)
-        out["interval_difference"] = ci.to_dict()
-        out["p_value"] = permutation_test_paired(d, n_resamples=n_perm, random_state=random_state)[
-            1
-        ]
-        out["effect_size"] = effect_size(d)
-        out["distinguishable"] = not bool(ci.contains(0.0))
-    elif not paired and a.size > 1 and b.size > 1:
-        # independent resamples of each model: the interval of the difference of the means
-        ca = bootstrap_of_means(a, method="percentile", **opts)
-        cb = bootstrap_of_means(
-            b, method="percentile", **{**opts, "random_state": random_state + 1}
-        )
-        dist = ca.distribution - cb.distribution
-        alpha = (1 - confidence_level) / 2
-        low, high = np.quantile(dist, [alpha, 1 - alpha])
-        out["interval_difference"] = {
-            "estimate": out["difference"],
-            "low": float(low),
-            "high": float(high),
-            "confidence_level": confidence_level,
-            "method": "percentile",
-        }
-        out["p_value"] = permutation_test_two_sample(
-            a, b, n_resamples=n_perm, random_state=random_state
-        )[1]
-        pooled = np.sqrt(
-            ((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2)
-        )
-        diff = out["difference"]
-        out["effect_size"] = (
-            float(diff / pooled) if pooled > 0 else (0.0 if diff == 0 else np.inf * np.sign(diff))
-        )
-        out["distinguishable"] = not (low <= 0 <= high)
-    return out
+    out = compare_samples(
+        a,
+        b,
+        paired=paired,
+        n_resamples=n_resamples,
+        confidence_level=confidence_level,
+        random_state=random_state,
+    )
+    return {"a": a, "b": b, **out}

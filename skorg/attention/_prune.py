@@ -104,14 +104,19 @@ def _relative(fractions, threshold):
     return auc, prunable
 
 
-def _measure(model, order, counts, metric, baseline_values):
+def _measure(model, order, counts, metric, baseline_values, cache):
     values = []
     for c in counts:
         if c == 0:
             values.append(baseline_values)
             continue
-        with mask_heads(model, order[:c]):
-            values.append(_metric_values(metric, model, baseline_values.shape))
+        # the metric depends on the set of masked heads only: orders that reach the same set
+        # (every order at fraction 1) share one model run
+        key = np.sort(order[:c]).tobytes()
+        if key not in cache:
+            with mask_heads(model, order[:c]):
+                cache[key] = _metric_values(metric, model, baseline_values.shape)
+        values.append(cache[key])
     return np.stack(values)
 
 
@@ -157,7 +162,8 @@ def prune_curves(
         Flat ids are ``layer * n_heads + head``; the first id is removed first.
     metric : callable
         ``metric(model) -> float or array of shape (n_inputs,)``, higher is better, positive
-        on average for the unpruned model; called while the heads are masked. Per-input
+        on average for the unpruned model; called while the heads are masked, once per
+        distinct set of masked heads (a deterministic function of that set). Per-input
         values give the intervals and tests.
     fractions : array-like, default=0, 0.1, ..., 1
         Fractions of all heads removed at each step.
@@ -223,11 +229,14 @@ def prune_curves(
             random_orders.append(checked.pop("random"))
         while len(random_orders) < n_random:
             random_orders.append(rng.permutation(n_total))
+    cache = {}
     per_input = {
-        name: _measure(model, order, counts, metric, baseline_values)
+        name: _measure(model, order, counts, metric, baseline_values, cache)
         for name, order in checked.items()
     }
-    random_values = [_measure(model, o, counts, metric, baseline_values) for o in random_orders]
+    random_values = [
+        _measure(model, o, counts, metric, baseline_values, cache) for o in random_orders
+    ]
     if random_values:
         per_input["random"] = np.mean(random_values, axis=0)
 

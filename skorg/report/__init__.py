@@ -13,6 +13,7 @@ from ._attention import (
     load_attention_setup,
     read_sentences,
 )
+from ._compare import compare_report
 from ._errors import InputError, MissingExtraError, require_attention
 from ._html import Figure, Report, Section, Table, matplotlib_available
 from ._matrix import check_data, load_array, organize_report, synthetic_comparison
@@ -38,6 +39,7 @@ __all__ = [
     "Table",
     "attention_report",
     "check_data",
+    "compare_report",
     "default_sentences",
     "load_array",
     "load_attention_setup",

@@ -8,6 +8,7 @@ from ._bootstrap import BootstrapResult, bootstrap_ci, bootstrap_of_means
 from ._overlap import jaccard_null, mean_pairwise_jaccard, top_set_overlap_test
 from ._permutation import (
     PairedComparison,
+    compare_samples,
     effect_size,
     paired_comparison,
     permutation_p_value,
@@ -20,6 +21,7 @@ __all__ = [
     "PairedComparison",
     "bootstrap_ci",
     "bootstrap_of_means",
+    "compare_samples",
     "effect_size",
     "jaccard_null",
     "mean_pairwise_jaccard",

@@ -10,6 +10,7 @@ from ._bootstrap import BootstrapResult, _check_values, bootstrap_of_means
 
 __all__ = [
     "PairedComparison",
+    "compare_samples",
     "effect_size",
     "paired_comparison",
     "permutation_p_value",
@@ -286,3 +287,108 @@ def effect_size(d):
     if sd <= 1e-14 * abs(m):
         return float(np.sign(m) * np.inf)
     return float(m / sd)
+
+
+def compare_samples(a, b, *, paired=None, n_resamples=2000, confidence_level=0.95, random_state=0):
+    """Compare two sets of values: mean difference, interval, permutation p-value, effect size.
+
+    Parameters
+    ----------
+    a, b : array-like of shape (n_a,), (n_b,)
+    paired : bool, optional
+        Whether ``a[i]`` and ``b[i]`` come from the same input (paired sign-flip test and a
+        bootstrap of the differences); default: True when the lengths agree.
+    n_resamples : int, default=2000
+        Bootstrap resamples; the permutation tests use ``max(n_resamples, 9999)`` draws.
+    confidence_level : float, default=0.95
+    random_state : int, default=0
+
+    Returns
+    -------
+    result : dict
+        ``"difference"`` (mean a - mean b), ``"fraction_a_lower"`` (share of the first
+        ``min(n_a, n_b)`` pairs with a < b), ``"paired"``, ``"interval_a"``, ``"interval_b"``,
+        ``"interval_difference"`` (dicts with ``estimate``, ``low``, ``high``; None with too
+        few values), ``"p_value"``, ``"effect_size"`` (d_z paired, pooled-sd Cohen's d
+        otherwise), ``"distinguishable"`` (the interval of the difference excludes 0),
+        ``"confidence_level"``.
+
+    Examples
+    --------
+    >>> from skorg.stats import compare_samples
+    >>> out = compare_samples([1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 5.0])
+    >>> out["difference"], out["paired"], out["effect_size"]
+    (-1.0, True, -inf)
+    """
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    b = np.asarray(b, dtype=np.float64).reshape(-1)
+    if a.size == 0 or b.size == 0:
+        raise ValueError("both samples need at least one value.")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("a and b must be finite.")
+    paired = (a.size == b.size) if paired is None else bool(paired)
+    if paired and a.size != b.size:
+        raise ValueError(
+            f"paired=True needs as many values in both samples, got {a.size} and {b.size}."
+        )
+    n = min(a.size, b.size)
+    out = {
+        "difference": float(a.mean() - b.mean()),
+        "fraction_a_lower": float(np.mean(a[:n] < b[:n])),
+        "paired": paired,
+        "interval_a": None,
+        "interval_b": None,
+        "interval_difference": None,
+        "p_value": None,
+        "effect_size": None,
+        "distinguishable": None,
+        "confidence_level": confidence_level,
+    }
+    opts = {
+        "n_resamples": n_resamples,
+        "confidence_level": confidence_level,
+        "random_state": random_state,
+    }
+    n_perm = max(n_resamples, 9999)
+    if a.size > 1:
+        out["interval_a"] = bootstrap_of_means(a, **opts).to_dict()
+    if b.size > 1:
+        out["interval_b"] = bootstrap_of_means(b, **opts).to_dict()
+    if paired and a.size > 1:
+        d = a - b
+        ci = bootstrap_of_means(d, **opts)
+        out["interval_difference"] = ci.to_dict()
+        out["p_value"] = permutation_test_paired(d, n_resamples=n_perm, random_state=random_state)[
+            1
+        ]
+        out["effect_size"] = effect_size(d)
+        out["distinguishable"] = not bool(ci.contains(0.0))
+    elif not paired and a.size > 1 and b.size > 1:
+        # independent resamples of each sample give the interval of the difference of means
+        ca = bootstrap_of_means(a, method="percentile", **opts)
+        seed_b = (
+            None if random_state is None else np.random.default_rng(random_state).integers(2**32)
+        )
+        cb = bootstrap_of_means(b, method="percentile", **{**opts, "random_state": seed_b})
+        alpha = (1 - confidence_level) / 2
+        low, high = np.quantile(ca.distribution - cb.distribution, [alpha, 1 - alpha])
+        out["interval_difference"] = {
+            "estimate": out["difference"],
+            "low": float(low),
+            "high": float(high),
+            "confidence_level": confidence_level,
+            "method": "percentile",
+        }
+        out["p_value"] = permutation_test_two_sample(
+            a, b, n_resamples=n_perm, random_state=random_state
+        )[1]
+        pooled = np.sqrt(
+            ((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2)
+        )
+        diff = out["difference"]
+        if pooled > 0:
+            out["effect_size"] = float(diff / pooled)
+        else:
+            out["effect_size"] = 0.0 if diff == 0 else float(np.sign(diff) * np.inf)
+        out["distinguishable"] = not (low <= 0 <= high)
+    return out

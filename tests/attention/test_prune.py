@@ -220,3 +220,17 @@ def _changing_length_metric():
         return np.ones(len(calls) + 1)
 
     return metric
+
+
+def test_prune_curves_runs_the_model_once_per_set_of_masked_heads(fake_tlens):
+    calls = []
+    base = weighted_live_metric(torch.tensor([[1, 2, 3]] * 4), WEIGHTS)
+
+    def metric(model):
+        calls.append(1)
+        return base(model)
+
+    orders = {"a": [0, 1, 2, 3], "b": [1, 0, 2, 3], "c": [3, 2, 1, 0]}
+    prune_curves(fake_tlens, orders, metric, fractions=[0, 0.25, 0.5, 1.0], n_resamples=100)
+    # baseline; a: {0}, {0,1}; b: {1} ({0,1} shared); c: {3}, {2,3}; all four heads once
+    assert len(calls) == 1 + 2 + 1 + 2 + 1
