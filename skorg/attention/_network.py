@@ -79,8 +79,18 @@ def network_entropy(X, trees, *, selection="support", k=400, normalize=False, en
     return float(fn(X, list(trees), selection=selection, k=k, normalize=normalize))
 
 
-def compare_networks(tensors_a, tensors_b, organize, **kwargs):
-    """Tri-Haar network entropy of two models on comparable inputs, sample by sample.
+def compare_networks(
+    tensors_a,
+    tensors_b,
+    organize,
+    *,
+    paired=None,
+    n_resamples=2000,
+    confidence_level=0.95,
+    random_state=0,
+    **kwargs,
+):
+    """Tri-Haar network entropy of two models (or two layer sets), with intervals and a test.
 
     Parameters
     ----------
@@ -88,6 +98,13 @@ def compare_networks(tensors_a, tensors_b, organize, **kwargs):
         Network tensors of the two models (e.g. :func:`network_tensor` of each sample).
     organize : callable
         ``organize(X) -> trees`` (e.g. ``lambda X: QuestionnaireOrganizer().fit(X).trees_``).
+    paired : bool, optional
+        Whether sample ``i`` of both lists is the same input (then a paired test of the
+        per-input differences); default: True when both lists have the same length.
+    n_resamples : int, default=2000
+        Bootstrap resamples and, with a floor of 9999, permutation draws.
+    confidence_level : float, default=0.95
+    random_state : int, default=0
     **kwargs
         Passed to :func:`network_entropy`; ``normalize=True`` is advisable when the two
         models differ in size.
@@ -95,17 +112,46 @@ def compare_networks(tensors_a, tensors_b, organize, **kwargs):
     Returns
     -------
     result : dict
-        ``"a"`` and ``"b"``: per-sample entropies (ndarray), ``"difference"``: their mean
-        difference a - b, ``"fraction_a_lower"``: share of samples where model a is sparser.
+        ``"a"`` and ``"b"``: per-sample entropies (ndarray); ``"difference"``: their mean
+        difference a - b; ``"fraction_a_lower"``: share of paired samples where model a is
+        sparser; ``"interval_a"``, ``"interval_b"``, ``"interval_difference"``: bootstrap
+        intervals (dicts with ``estimate``, ``low``, ``high``; None with a single sample);
+        ``"p_value"``: permutation test of equal means (paired sign flips or shuffled labels);
+        ``"effect_size"``: Cohen's d_z (paired) or d (pooled standard deviation);
+        ``"paired"``; ``"distinguishable"``: whether the interval of the difference excludes 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.attention import compare_networks
+    >>> from skorg.trees import dyadic_tree
+    >>> rng = np.random.default_rng(0)
+    >>> smooth = [np.ones((4, 4, 2)) + 0.01 * rng.random((4, 4, 2)) for _ in range(6)]
+    >>> rough = [rng.random((4, 4, 2)) for _ in range(6)]
+    >>> trees = lambda X: [dyadic_tree(n) for n in X.shape]
+    >>> out = compare_networks(smooth, rough, trees, selection="all", normalize=True)
+    >>> bool(out["difference"] < 0), bool(out["p_value"] < 0.05), out["paired"]
+    (True, True, True)
     """
+    from skorg.stats import compare_samples
+
+    if not callable(organize):
+        raise TypeError(f"organize must be callable, got {type(organize).__name__}.")
     a = np.array([network_entropy(X, organize(X), **kwargs) for X in tensors_a])
     b = np.array([network_entropy(X, organize(X), **kwargs) for X in tensors_b])
     if a.size == 0 or b.size == 0:
         raise ValueError("both models need at least one network tensor.")
-    n = min(a.size, b.size)
-    return {
-        "a": a,
-        "b": b,
-        "difference": float(a.mean() - b.mean()),
-        "fraction_a_lower": float(np.mean(a[:n] < b[:n])),
-    }
+    paired = (a.size == b.size) if paired is None else bool(paired)
+    if paired and a.size != b.size:
+        raise ValueError(
+            f"paired=True needs as many tensors in both lists, got {a.size} and {b.size}."
+        )
+    out = compare_samples(
+        a,
+        b,
+        paired=paired,
+        n_resamples=n_resamples,
+        confidence_level=confidence_level,
+        random_state=random_state,
+    )
+    return {"a": a, "b": b, **out}

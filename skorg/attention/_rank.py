@@ -7,6 +7,8 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
+from skorg.stats import top_set_overlap_test
+
 from ._mask import attention_layout, gate_heads
 from ._network import _l1_entropy, network_tensor
 
@@ -231,7 +233,7 @@ def rank_heads(scores, *, prune_first=None, random_state=0):
     return table
 
 
-def ranking_stability(scores, *, fraction=0.1):
+def ranking_stability(scores, *, fraction=0.1, n_resamples=2000, random_state=0):
     """How often the same heads fall in the top and bottom fraction of a score across batches.
 
     Parameters
@@ -239,13 +241,27 @@ def ranking_stability(scores, *, fraction=0.1):
     scores : array-like of shape (n_batches, n_heads)
     fraction : float, default=0.1
         Size of the top and bottom sets, ``ceil(fraction * n_heads)`` heads.
+    n_resamples : int, default=2000
+        Draws of the null: as many random rankings as batches, each set of the same size.
+    random_state : int, default=0
 
     Returns
     -------
     result : dict
         ``"top_frequency"``, ``"bottom_frequency"``: per head, the share of batches where it is
         in the set; ``"always_top"``, ``"always_bottom"``: heads in the set in every batch;
-        ``"top_overlap"``, ``"bottom_overlap"``: mean pairwise Jaccard index between batches.
+        ``"top_overlap"``, ``"bottom_overlap"``: mean pairwise Jaccard index between batches;
+        ``"top_null"``, ``"bottom_null"``: the same against random rankings
+        (:func:`skorg.stats.top_set_overlap_test`: the exact null expectation of the overlap
+        and of the count of heads always in the set, null quantiles and p-values).
+
+    Notes
+    -----
+    Under the null every batch ranks the heads in a uniformly random order, so its top set is
+    a uniformly random set of ``m`` heads; two such sets share a hypergeometric number ``K``
+    of heads and overlap by ``K / (2 m - K)``, and a head is in all ``b`` sets with
+    probability ``(m / n) ** b``. Small p-values say the ranking keeps the same heads more
+    often than chance.
 
     Examples
     --------
@@ -253,6 +269,8 @@ def ranking_stability(scores, *, fraction=0.1):
     >>> out = ranking_stability([[1, 2, 3, 4], [1, 3, 2, 4]], fraction=0.25)
     >>> out["always_top"].tolist(), out["always_bottom"].tolist(), out["top_overlap"]
     ([3], [0], 1.0)
+    >>> round(out["top_null"]["overlap_null_mean"], 4)  # two random single heads of 4
+    0.25
     """
     S = np.asarray(scores, dtype=np.float64)
     if S.ndim != 2 or S.shape[0] < 2 or S.shape[1] < 2 or not np.all(np.isfinite(S)):
@@ -283,4 +301,8 @@ def ranking_stability(scores, *, fraction=0.1):
         "always_bottom": np.flatnonzero(bottom.all(axis=0)),
         "top_overlap": overlap(top),
         "bottom_overlap": overlap(bottom),
+        "top_null": top_set_overlap_test(top, n_resamples=n_resamples, random_state=random_state),
+        "bottom_null": top_set_overlap_test(
+            bottom, n_resamples=n_resamples, random_state=random_state
+        ),
     }

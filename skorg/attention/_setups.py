@@ -54,18 +54,20 @@ def mean_pooled_embedding(model, batch):
     return (states * weights).sum(1) / weights.sum(1)
 
 
-def embedding_similarity_metric(model, batch):
+def embedding_similarity_metric(model, batch, *, per_input=False):
     """A metric closure: mean cosine of the embeddings to those of the model as it is now.
 
     The reference embeddings are computed once, at creation, so the metric of the unpruned
-    model is 1.
+    model is 1. With ``per_input=True`` the closure returns the cosine of every sentence (an
+    array), which gives :func:`~skorg.attention.prune_curves` its confidence intervals.
     """
     with torch.no_grad():
         reference = mean_pooled_embedding(model, batch)
 
     def metric(m):
         with torch.no_grad():
-            return float(F.cosine_similarity(mean_pooled_embedding(m, batch), reference).mean())
+            cos = F.cosine_similarity(mean_pooled_embedding(m, batch), reference)
+        return cos.double().numpy() if per_input else float(cos.mean())
 
     return metric
 
@@ -134,11 +136,16 @@ def train_digits_vit(
     return model.eval(), data
 
 
-def accuracy_metric(X, y):
-    """A metric closure: classification accuracy of an image classifier on (X, y)."""
+def accuracy_metric(X, y, *, per_input=False):
+    """A metric closure: classification accuracy of an image classifier on (X, y).
+
+    With ``per_input=True`` it returns 1 or 0 per image (correct or not), whose mean is the
+    accuracy; :func:`~skorg.attention.prune_curves` resamples those.
+    """
 
     def metric(model):
         with torch.no_grad():
-            return float((model(pixel_values=X).logits.argmax(-1) == y).float().mean())
+            correct = (model(pixel_values=X).logits.argmax(-1) == y).double()
+        return correct.numpy() if per_input else float(correct.mean())
 
     return metric

@@ -6,7 +6,14 @@ figures. The attention report needs the ``attention`` extra. Importing this subp
 imports neither matplotlib nor torch.
 """
 
-from ._attention import DEMO_SENTENCES, attention_report, load_attention_setup, read_sentences
+from ._attention import (
+    DEMO_SENTENCES,
+    attention_report,
+    default_sentences,
+    load_attention_setup,
+    read_sentences,
+)
+from ._compare import compare_report
 from ._errors import InputError, MissingExtraError, require_attention
 from ._html import Figure, Report, Section, Table, matplotlib_available
 from ._matrix import check_data, load_array, organize_report, synthetic_comparison
@@ -17,6 +24,7 @@ from ._paraproduct import (
     reviewers_rows,
     verdict_rows,
 )
+from ._plots import plot_head_entropies, plot_pruning_curves
 from ._progress import Progress
 
 __all__ = [
@@ -31,12 +39,16 @@ __all__ = [
     "Table",
     "attention_report",
     "check_data",
+    "compare_report",
+    "default_sentences",
     "load_array",
     "load_attention_setup",
     "matplotlib_available",
     "organize_report",
     "organized_logit_rows",
     "paraproduct_report",
+    "plot_head_entropies",
+    "plot_pruning_curves",
     "read_sentences",
     "require_attention",
     "reviewers_rows",

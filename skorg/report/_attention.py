@@ -9,13 +9,24 @@ import numpy as np
 
 from . import _figures as figs
 from ._errors import InputError, require_attention
-from ._html import Report, Table
+from ._html import Figure, Report, Table
 from ._paraproduct import reviewers_rows
+from ._uncertainty import (
+    best_vs_rest_rows,
+    entropy_test_rows,
+    head_entropy_rows,
+    pruning_rows,
+    pruning_sentence,
+    stability_rows,
+    stability_sentence,
+    survey_sentence,
+)
 
 __all__ = [
     "DEMO_SENTENCES",
     "MINILM_NAMES",
     "attention_report",
+    "default_sentences",
     "load_attention_setup",
     "read_sentences",
     "real_head_rows",
@@ -53,7 +64,21 @@ def read_sentences(path):
     return sentences
 
 
-def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0):
+def default_sentences(n_sentences=64):
+    """The default text: :data:`DEMO_SENTENCES`, then standard-library docstring sentences.
+
+    Deterministic for a given Python version (see :func:`skorg.attention.stdlib_sentences`);
+    64 sentences by default, enough for the confidence intervals of the report to be narrow.
+    """
+    from skorg.attention import stdlib_sentences
+
+    if n_sentences <= len(DEMO_SENTENCES):
+        return list(DEMO_SENTENCES[:n_sentences])
+    extra = [s for s in stdlib_sentences(n_sentences + 8) if s not in DEMO_SENTENCES]
+    return list(DEMO_SENTENCES) + extra[: n_sentences - len(DEMO_SENTENCES)]
+
+
+def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0, n_organize=16):
     """Model, inputs, task metric and gradient loss for a named or local model.
 
     Parameters
@@ -63,10 +88,13 @@ def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0
         ViT trained on scikit-learn's digits in seconds) or a local Hugging Face model
         directory (a text encoder with a tokenizer).
     sentences : sequence of str, optional
-        The text for text models (default :data:`DEMO_SENTENCES`).
+        The text for text models (default :func:`default_sentences`, 64 sentences).
     max_length : int, default=32
-        Tokens per sentence (padded and truncated to this length).
+        Tokens per sentence at most (padded to the longest and truncated to this length).
     random_state : int, default=0
+    n_organize : int, default=16
+        Inputs whose attention is extracted and organized (the first ones); the pruning
+        metric is measured on every input, one value each.
 
     Returns
     -------
@@ -77,8 +105,10 @@ def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0
     require_attention(minilm=minilm)
     import torch
 
+    if isinstance(n_organize, bool) or not isinstance(n_organize, int) or n_organize < 1:
+        raise InputError(f"the number of organized inputs must be at least 1, got {n_organize}")
     if name.lower() in _IMAGE_NAMES:
-        return _digits_setup(random_state)
+        return _digits_setup(random_state, n_organize)
     if minilm:
         from skorg.attention import load_minilm
 
@@ -92,7 +122,7 @@ def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0
             f"unknown model {name!r}: expected 'minilm', 'digits-vit' or a local Hugging Face "
             "model directory"
         )
-    sentences = list(DEMO_SENTENCES if sentences is None else sentences)
+    sentences = list(default_sentences() if sentences is None else sentences)
     if max_length < 4:
         raise InputError(f"--max-length must be at least 4, got {max_length}")
     limit = getattr(getattr(net, "config", None), "max_position_embeddings", None)
@@ -100,9 +130,12 @@ def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0
         raise InputError(
             f"--max-length {max_length} is longer than the {limit} positions this model has"
         )
+    # padding to the longest sentence only: pruning runs the model on every input many times
     batch = tokenizer(
-        sentences, padding="max_length", truncation=True, max_length=max_length, return_tensors="pt"
+        sentences, padding=True, truncation=True, max_length=max_length, return_tensors="pt"
     )
+    n_org = min(n_organize, len(sentences))
+    inputs = {k: v[:n_org] for k, v in batch.items()}
     from skorg.attention import embedding_similarity_metric, mean_pooled_embedding
 
     with torch.no_grad():
@@ -113,13 +146,14 @@ def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0
     return {
         "label": label,
         "model": net,
-        "inputs": batch,
+        "inputs": inputs,
         "tokenizer": tokenizer,
-        "metric": embedding_similarity_metric(net, batch),
+        "metric": embedding_similarity_metric(net, batch, per_input=True),
         "metric_label": "cosine of the pruned to the unpruned sentence embedding",
+        "metric_inputs": f"{len(sentences)} sentences",
         "gradient_batches": [batch],
         "loss": lambda m, b: (mean_pooled_embedding(m, b) * direction).sum(),
-        "samples": sentences,
+        "samples": sentences[:n_org],
         "axis_labels": ("query token", "key token"),
     }
 
@@ -136,7 +170,7 @@ def _load_local(path):
     return net, tokenizer
 
 
-def _digits_setup(random_state):
+def _digits_setup(random_state, n_organize=16):
     import torch.nn.functional as F
 
     from skorg.attention import accuracy_metric, train_digits_vit
@@ -148,13 +182,14 @@ def _digits_setup(random_state):
     return {
         "label": "tiny ViT trained on scikit-learn digits (8 x 8 images, 2 x 2 patches)",
         "model": net,
-        "inputs": {"pixel_values": data["X_test"][:4]},
+        "inputs": {"pixel_values": data["X_test"][:n_organize]},
         "tokenizer": None,
-        "metric": accuracy_metric(data["X_test"], data["y_test"]),
+        "metric": accuracy_metric(data["X_test"], data["y_test"], per_input=True),
         "metric_label": "held-out accuracy",
+        "metric_inputs": f"{len(data['y_test'])} held-out images",
         "gradient_batches": batches,
         "loss": lambda m, b: F.cross_entropy(m(pixel_values=b[0]).logits, b[1]),
-        "samples": [f"test image {i}" for i in range(4)],
+        "samples": [f"test image {i}" for i in range(min(n_organize, len(data["y_test"])))],
         "axis_labels": ("query patch", "key patch"),
     }
 
@@ -163,8 +198,23 @@ def _head_names(head_index):
     return [f"L{int(layer)}H{int(head)}" for layer, head in head_index]
 
 
-def attention_report(setup, *, prune_steps=11, n_heatmaps=3, progress=None):
+def attention_report(
+    setup,
+    *,
+    prune_steps=11,
+    n_heatmaps=3,
+    n_random=5,
+    n_resamples=2000,
+    random_state=0,
+    progress=None,
+):
     """Analyse the heads of one model and return the :class:`~skorg.report.Report`.
+
+    Every comparison comes with its uncertainty: bootstrap intervals over inputs for the
+    pruning curves and areas, paired tests of each order against random pruning (the mean
+    of ``n_random`` random orders), the ranking stability against random rankings, and the
+    network entropy of the organized trees against token order and random trees as paired
+    tests over inputs.
 
     Parameters
     ----------
@@ -174,6 +224,11 @@ def attention_report(setup, *, prune_steps=11, n_heatmaps=3, progress=None):
         Points of the pruning curves (fractions 0 to 1).
     n_heatmaps : int, default=3
         Heads shown as organized and original heatmaps (sparsest, middle, densest).
+    n_random : int, default=5
+        Random prune orders averaged into the random baseline.
+    n_resamples : int, default=2000
+        Bootstrap resamples and null draws.
+    random_state : int, default=0
     progress : Progress, optional
 
     Returns
@@ -191,6 +246,7 @@ def attention_report(setup, *, prune_steps=11, n_heatmaps=3, progress=None):
         prune_curves,
         rank_heads,
         ranking_stability,
+        softmax_invariance_survey,
     )
     from skorg.metrics import diffusion_embedding
     from skorg.organize import QuestionnaireOrganizer
@@ -225,14 +281,29 @@ def attention_report(setup, *, prune_steps=11, n_heatmaps=3, progress=None):
         "gradient": head_gradient_importance(model, setup["gradient_batches"], setup["loss"]),
     }
     table = rank_heads(scores)
-    stability = ranking_stability(sparsity, fraction=0.1) if n_samples > 1 else None
+    stability = (
+        ranking_stability(
+            sparsity, fraction=0.1, n_resamples=n_resamples, random_state=random_state
+        )
+        if n_samples > 1
+        else None
+    )
 
     step("pruning heads in every order")
     fractions = np.linspace(0.0, 1.0, int(prune_steps))
-    pruning = prune_curves(model, table, setup["metric"], fractions=fractions)
+    pruning = prune_curves(
+        model,
+        table,
+        setup["metric"],
+        fractions=fractions,
+        n_random=n_random,
+        n_resamples=n_resamples,
+        random_state=random_state,
+    )
 
     step("network entropy and paraproduct check")
-    rng = np.random.default_rng(0)
+    token_sparsity = head_sparsity(maps, organize=lambda T: [dyadic_tree(n) for n in T.shape])
+    rng = np.random.default_rng(random_state)
     entropy_rows = []
     for s, o in enumerate(organizers):
         Xs, _ = network_tensor(maps, s)
@@ -258,6 +329,20 @@ def attention_report(setup, *, prune_steps=11, n_heatmaps=3, progress=None):
 
     picks = pick_heads(table["scores"]["sparsity"], n_heatmaps)
     para_rows = reviewers_rows() + head_paraproduct_rows(maps, org, picks)
+    survey = None
+    if maps.logits is not None:
+        step("paraproduct check of every head")
+        survey = softmax_invariance_survey(
+            maps, org.trees_[:2], n_resamples=n_resamples, random_state=random_state
+        )
+    tests = {
+        "entropy": entropy_test_rows(entropy_rows, random_state=random_state),
+        "heads": head_entropy_rows(names, sparsity, token_sparsity, random_state=random_state)
+        if n_samples > 1
+        else [],
+        "token_sparsity": token_sparsity,
+        "survey": survey,
+    }
 
     step("drawing the report")
     report = _build(
@@ -276,6 +361,7 @@ def attention_report(setup, *, prune_steps=11, n_heatmaps=3, progress=None):
         para_rows,
         picks,
         diffusion_embedding,
+        tests,
     )
     report.meta["analysis time"] = f"{time.perf_counter() - start:.1f} s"
     return report
@@ -351,6 +437,7 @@ def _build(
     para_rows,
     picks,
     diffusion_embedding,
+    tests,
 ):
     from ._paraproduct import PARAPRODUCT_COLUMNS, paraproduct_section
 
@@ -358,25 +445,42 @@ def _build(
     n_layers = len(np.unique(head_index[:, 0]))
     mean_scores = table["scores"]
     first = [names[h] for h in table["orders"]["sparsity"][:5]]
-    auc = pruning.auc
-    best = max((k for k in auc if k != "random"), key=auc.get)
-    ent = next(r for r in entropy_rows if r["coefficients"] == "all")
+    best = pruning.best
+    summary = [
+        f"Model: {setup['label']}; {len(maps.layers)} layers x {len(maps.heads)} heads; "
+        f"{maps.n_samples} inputs organized; pruning metric on "
+        f"{setup.get('metric_inputs', 'the inputs')}; sample 0 has {X.shape[0]} tokens.",
+        f"Sparsest heads (bi-Haar l1 entropy on the organized query and key trees, "
+        f"pruned first): {', '.join(first)}.",
+        pruning_sentence(pruning, setup["metric_label"]) + f" Largest area: {best}.",
+    ]
+    if stability is not None:
+        summary.append(stability_sentence(stability, maps.n_samples))
+    ent_all = [r for r in tests["entropy"] if r["coefficients"] == "all"]
+    if ent_all:
+        parts = [
+            f"against {r['organized_vs']} {r['mean_difference']:+.3f} "
+            f"[{r['low']:+.3f}, {r['high']:+.3f}] ("
+            + ("p < 0.001" if r["p_value"] < 0.001 else f"p = {r['p_value']:.3f}")
+            + f", d_z {r['effect_size_dz']:.2f})"
+            for r in ent_all
+        ]
+        summary.append(
+            "Tri-Haar network entropy (all coefficients, normalized, lower is sparser), "
+            f"organized trees minus the alternative, paired over {ent_all[0]['inputs']} "
+            "inputs: " + "; ".join(parts) + "."
+        )
+    else:
+        ent = next(r for r in entropy_rows if r["coefficients"] == "all")
+        summary.append(
+            f"Tri-Haar network entropy of sample 0 (all coefficients, normalized, lower is "
+            f"sparser): {ent['organized_trees']:.3f} on the organized trees, "
+            f"{ent['dyadic_on_original_order']:.3f} on the token order, "
+            f"{ent['dyadic_on_random_order']:.3f} on random trees (one input: no interval)."
+        )
     report = Report(
         "skorg attention report",
-        summary=[
-            f"Model: {setup['label']}; {len(maps.layers)} layers x {len(maps.heads)} heads; "
-            f"{maps.n_samples} inputs; sample 0 has {X.shape[0]} tokens.",
-            f"Sparsest heads (bi-Haar l1 entropy on the organized query and key trees, "
-            f"pruned first): {', '.join(first)}.",
-            f"Pruning (area under the {setup['metric_label']} curve, 1 = no loss): "
-            + ", ".join(f"{k} {v:.3f}" for k, v in sorted(auc.items(), key=lambda kv: -kv[1]))
-            + f"; best order: {best}.",
-            f"Tri-Haar network entropy of sample 0 (all coefficients, normalized, lower is "
-            f"sparser): "
-            f"{ent['organized_trees']:.3f} on the organized trees, "
-            f"{ent['dyadic_on_original_order']:.3f} on the token order, "
-            f"{ent['dyadic_on_random_order']:.3f} on random trees.",
-        ],
+        summary=summary,
         meta={"preset": PRESET, "inputs": maps.n_samples, "heads": n_heads},
     )
 
@@ -495,46 +599,105 @@ def _build(
     )
     if stability is not None:
         s.text(
-            f"Stability of the sparsity ranking across the {maps.n_samples} inputs: the "
-            f"top-10% sets overlap by {stability['top_overlap']:.2f} and the bottom-10% sets "
-            f"by {stability['bottom_overlap']:.2f} (Jaccard; 1 = the same heads every time)."
+            stability_sentence(stability, maps.n_samples)
+            + " Null: every input ranks the heads in a uniformly random order (exact "
+            "hypergeometric expectation; p-values from random rankings, with the +1)."
+        )
+        s.table(
+            Table(
+                "ranking_stability",
+                stability_rows(stability, maps.n_samples),
+                caption="Top and bottom 10% sets of the sparsity ranking against random rankings",
+            )
+        )
+    if tests["heads"]:
+        n_lower = sum(r["high"] < 0 for r in tests["heads"])
+        s.text(
+            "Per head, the bi-Haar entropy on the organized trees against dyadic trees on the "
+            f"token order, as a paired test over the {maps.n_samples} inputs: {n_lower} of "
+            f"{n_heads} heads are sparser on the organized trees (interval below 0)."
+        )
+        try:
+            from ._plots import plot_head_entropies
+
+            fig = plot_head_entropies(
+                {"organized trees": scores["sparsity"], "token order": tests["token_sparsity"]},
+                labels=names,
+                title="per-head bi-Haar entropy (mean and 95% range over inputs)",
+            )
+            s.figure(Figure.from_matplotlib(fig, "Per-head entropy, organized and token order."))
+        except ImportError:
+            s.figure(Figure(None, "Per-head entropy, organized and token order."))
+        s.table(
+            Table(
+                "head_entropy_tests",
+                tests["heads"],
+                caption="Per head: organized minus token-order entropy, paired over inputs",
+                max_rows=12,
+            )
         )
 
     s = report.section("Pruning curves")
     s.text(
         f"Heads are masked cumulatively in each order; the metric is the {setup['metric_label']} "
-        f"(1 for the unpruned model: {pruning.baseline:.3f}). The area under the curve and the "
-        f"largest fraction that keeps {pruning.threshold:.0%} of the metric compare the orders."
+        f"(unpruned: {pruning.baseline:.3f}), measured once per input and step on "
+        f"{setup.get('metric_inputs', 'the inputs')}; the intervals resample those inputs "
+        f"({pruning.confidence_level:.0%} BCa bootstrap; the model is not re-run). "
+        "random is the mean curve of "
+        f"{max(pruning.random_auc.size, 1)} random orders. The area under the curve and the "
+        f"largest fraction that keeps {pruning.threshold:.0%} of the metric compare the "
+        "orders; each order's area is compared with random on the same resampled inputs "
+        "(paired bootstrap interval, paired permutation p-value) and with the areas of the "
+        "random orders themselves."
     )
-    s.figure(
-        figs.line_plot(
-            pruning.fractions,
-            pruning.curves,
-            xlabel="fraction of heads removed",
-            ylabel=setup["metric_label"],
-            title="pruning curves",
-            reference=(
-                pruning.threshold * pruning.baseline,
-                f"{pruning.threshold:.0%} of unpruned",
-            ),
-            caption="Task metric against the fraction of heads removed.",
+    s.text(pruning_sentence(pruning, setup["metric_label"]))
+    try:
+        from ._plots import plot_pruning_curves
+
+        fig = plot_pruning_curves(pruning, ylabel=setup["metric_label"])
+        s.figure(Figure.from_matplotlib(fig, "Task metric against the fraction of heads removed."))
+    except ImportError:
+        s.figure(Figure(None, "Task metric against the fraction of heads removed."))
+    curve_rows = []
+    for i, f in enumerate(pruning.fractions):
+        row = {"fraction": f}
+        for k, v in pruning.curves.items():
+            row[k] = float(v[i])
+            band = pruning.intervals.get(k, {}).get("curve")
+            if band is not None:
+                row[f"{k}_low"] = float(band.low[i])
+                row[f"{k}_high"] = float(band.high[i])
+        curve_rows.append(row)
+    s.table(
+        Table(
+            "pruning_curves",
+            curve_rows,
+            caption="Metric after each pruning step (mean over inputs, with interval)",
+            html_columns=["fraction", *pruning.curves],
         )
     )
-    curve_rows = [
-        {"fraction": f, **{k: float(v[i]) for k, v in pruning.curves.items()}}
-        for i, f in enumerate(pruning.fractions)
-    ]
-    s.table(Table("pruning_curves", curve_rows, caption="Metric after each pruning step"))
     s.table(
         Table(
             "pruning_summary",
-            [
-                {"order": k, "auc": pruning.auc[k], "prunable_fraction": pruning.prunable[k]}
-                for k in sorted(pruning.auc, key=lambda k: -pruning.auc[k])
-            ],
-            caption="Area under the curve (1 = no loss) and prunable fraction",
+            pruning_rows(pruning),
+            caption="Area under the curve (1 = no loss) and prunable fraction, with intervals "
+            "and the paired test against random",
         )
     )
+    if pruning.best_vs_rest:
+        s.table(
+            Table(
+                "pruning_best_vs_rest",
+                best_vs_rest_rows(pruning),
+                caption=f"Area of the best order ({pruning.best}) minus each other order",
+            )
+        )
+    if pruning.random_auc.size > 1:
+        q = np.quantile(pruning.random_auc, [0.0, 0.5, 1.0])
+        s.text(
+            f"Areas of the {pruning.random_auc.size} random orders: min {q[0]:.3f}, median "
+            f"{q[1]:.3f}, max {q[2]:.3f}."
+        )
 
     s = report.section("Tri-Haar network entropy")
     s.text(
@@ -553,6 +716,43 @@ def _build(
             caption="Normalized tri-Haar l1 entropy per input and coefficient set",
         )
     )
+    if tests["entropy"]:
+        s.table(
+            Table(
+                "network_entropy_tests",
+                tests["entropy"],
+                caption="Organized trees minus token order and random trees: paired over "
+                "inputs (mean difference, 95% BCa interval, permutation p-value, d_z)",
+            )
+        )
 
     paraproduct_section(report, para_rows, PARAPRODUCT_COLUMNS, real_heads=True)
+    if tests["survey"] is not None:
+        survey = tests["survey"]
+        report.summary.append(survey_sentence(survey))
+        s = report.sections[-1]
+        s.text(
+            survey_sentence(survey)
+            + " Per variant over every head of sample 0 on its organized trees: median and "
+            "quartiles of the relative error, the share of heads within "
+            f"{survey['tolerance']:.0%} (95% bootstrap interval over heads), and the median "
+            "over heads of the largest true A' = s(1 - s) (at most 1/4) and diagonal "
+            "A'' = s(1 - s)(1 - 2s) (at most 0.096) at the block averages, which Eq. 18 sets "
+            "to 1."
+        )
+        s.table(
+            Table(
+                "paraproduct_survey",
+                survey["summary"],
+                caption="Eq. 18 over every head: distribution of each variant's relative error",
+            )
+        )
+        s.table(
+            Table(
+                "paraproduct_survey_heads",
+                survey["heads"],
+                caption="Every head and variant",
+                max_rows=12,
+            )
+        )
     return report

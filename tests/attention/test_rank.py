@@ -136,6 +136,26 @@ def test_ranking_stability_counts():
     np.testing.assert_allclose(out["top_frequency"][8:], [0.5, 0.5])
 
 
+def test_ranking_stability_against_its_null():
+    from skorg.stats import jaccard_null
+
+    rng = np.random.default_rng(0)
+    n_batches, n_heads = 12, 40
+    # a stable ranking (the same head scores plus small noise) and a random one
+    stable = np.arange(n_heads)[None] + 0.1 * rng.normal(size=(n_batches, n_heads))
+    noise = rng.normal(size=(n_batches, n_heads))
+    out = ranking_stability(stable, fraction=0.1, n_resamples=999)
+    null = ranking_stability(noise, fraction=0.1, n_resamples=999)
+    expected = jaccard_null(n_heads, 4)["expectation"]  # ceil(0.1 * 40) = 4 heads per set
+    for o in (out, null):
+        assert o["top_null"]["overlap_null_mean"] == pytest.approx(expected, rel=1e-12)
+        assert o["bottom_null"]["always_null_mean"] == pytest.approx(40 * 0.1**12)
+        assert o["top_null"]["overlap"] == o["top_overlap"]
+    assert out["top_null"]["overlap_p_value"] == 1 / 1000
+    assert out["bottom_null"]["always"] == out["always_bottom"].size >= 1
+    assert null["top_null"]["overlap_p_value"] > 0.01
+
+
 def test_sparsity_ranking_on_a_real_model(minilm):
     model, tokenizer = minilm
     batch = tokenizer(
