@@ -151,6 +151,17 @@ class AttentionMaps:
         """Positions of the non-padding tokens of one sample (keys that some query sees)."""
         return np.flatnonzero(self.mask[sample].any(axis=0))
 
+    def valid_queries(self, sample):
+        """Positions of the real query rows of one sample.
+
+        For square (self-attention) maps these are :meth:`valid_tokens`, so that a padding
+        token is dropped both as a query and as a key; for cross-attention, the queries that
+        see some key.
+        """
+        if self.probs.shape[-2] == self.probs.shape[-1]:
+            return self.valid_tokens(sample)
+        return np.flatnonzero(self.mask[sample].any(axis=1))
+
     def _sample_view(self, sample):
         if isinstance(sample, bool) or not isinstance(sample, int | np.integer):
             raise TypeError(f"sample must be an int, got {type(sample).__name__}.")
