@@ -172,8 +172,7 @@ class AttentionMaps:
                 f"{self.kind} attention is not square (queries {self.probs.shape[-2]}, keys "
                 f"{self.probs.shape[-1]}); the viewers show self-attention maps."
             )
-        m = self.mask[sample]
-        keep = np.flatnonzero(m.any(axis=0) | m.any(axis=1))  # drop padding on both axes
+        keep = self.valid_tokens(sample)  # padding dropped as keys and as queries
         probs = self.probs[sample][:, :, keep][:, :, :, keep].astype(np.float32)
         tokens = self.tokens[sample] if self.tokens is not None else None
         if tokens is not None and len(tokens) == self.probs.shape[-1]:
@@ -351,8 +350,10 @@ def _check_probabilities(probs, logits, mask, sink, atol):
         )
     if logits is None:
         return
-    if not np.all(np.isfinite(logits[allowed])):
-        raise ValueError("logits must be finite where the mask allows.")
+    # -inf is a layer-specific mask (sliding windows) where the probability is 0
+    bad = np.isnan(logits) | np.isposinf(logits) | (np.isneginf(logits) & (probs > atol))
+    if bad[allowed].any():
+        raise ValueError("logits must be finite where the mask allows (or -inf where probs is 0).")
     lg = np.where(allowed, logits.astype(np.float64), -np.inf)
     top = np.max(lg, axis=-1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
