@@ -15,7 +15,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
 from ._corpus import stdlib_sentences
 from ._corpus_dask import dask_head_statistics, load_head_statistics, map_head_statistics
 from ._eq18 import softmax_invariance_survey
-from ._extract import AttentionMaps, extract_attention
+from ._extract import extract_attention
+from ._maps import AttentionMaps
 from ._mask import attention_layout, gate_heads, mask_heads
 from ._network import compare_networks, network_entropy, network_tensor
 from ._prune import PruningResult, prune_curves

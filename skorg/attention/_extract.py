@@ -2,190 +2,174 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-__all__ = ["AttentionMaps", "extract_attention"]
+from ._maps import AttentionMaps
+
+__all__ = ["extract_attention"]
+
+_KINDS = ("self", "encoder", "decoder", "cross")
 
 _DTYPES = {"float32": (torch.float32, np.float32), "float16": (torch.float16, np.float16)}
 
 
-@dataclass
-class AttentionMaps:
-    """Attention probabilities (and logits) of chosen layers and heads for a batch of inputs.
-
-    Attributes
-    ----------
-    probs : ndarray of shape (n_samples, n_layers, n_heads, n_queries, n_keys)
-        Attention probabilities; every query row sums to 1 over its allowed keys.
-    logits : ndarray of the same shape, or None
-        The softmax input (scaled query-key scores plus any additive mask) with disallowed
-        entries set to ``-inf``, so that ``softmax(logits, axis=-1) == probs``.
-    mask : ndarray of bool, shape (n_samples, n_queries, n_keys)
-        True where a query may attend to a key (padding and causal masks removed).
-    layers, heads : ndarray of int
-        The layer and head indices along axes 1 and 2.
-    tokens : list of list of str, or None
-        Token labels per sample where the model has a tokenizer.
-    """
-
-    probs: np.ndarray
-    logits: np.ndarray | None = None
-    mask: np.ndarray | None = None
-    layers: np.ndarray = field(default=None)
-    heads: np.ndarray = field(default=None)
-    tokens: list | None = None
-
-    def __post_init__(self):
-        n, n_layers, n_heads, nq, nk = self.probs.shape
-        if self.mask is None:
-            self.mask = np.ones((n, nq, nk), dtype=bool)
-        if self.layers is None:
-            self.layers = np.arange(n_layers)
-        if self.heads is None:
-            self.heads = np.arange(n_heads)
-        self.layers = np.asarray(self.layers, dtype=np.int64)
-        self.heads = np.asarray(self.heads, dtype=np.int64)
-
-    @classmethod
-    def from_array(cls, probs, logits=None, mask=None, *, tokens=None):
-        """Wrap attention arrays computed elsewhere (any framework).
-
-        Parameters
-        ----------
-        probs : array-like of shape (n_samples, n_layers, n_heads, n_queries, n_keys)
-            A 4-D array is read as one sample. Torch tensors are accepted.
-        logits : array-like of the same shape, optional
-        mask : array-like of bool, shape (n_samples, n_queries, n_keys), optional
-            Allowed query-key pairs; by default every pair.
-        tokens : list of list of str, optional
-
-        Returns
-        -------
-        maps : AttentionMaps
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from skorg.attention import AttentionMaps
-        >>> maps = AttentionMaps.from_array(np.full((2, 3, 4, 4), 0.25))
-        >>> maps.probs.shape
-        (1, 2, 3, 4, 4)
-        """
-        probs = _as_array(probs, "probs")
-        if probs.ndim == 4:
-            probs = probs[None]
-            logits = None if logits is None else _as_array(logits, "logits")[None]
-            mask = None if mask is None else np.asarray(mask)[None]
-        if probs.ndim != 5:
-            raise ValueError(
-                "probs must have shape (n_samples, n_layers, n_heads, n_queries, n_keys) "
-                f"(or 4-D for one sample), got ndim={probs.ndim}."
-            )
-        if min(probs.shape) < 1:
-            raise ValueError(f"probs has an empty axis: shape {probs.shape}.")
-        if mask is None:
-            mask = np.ones((probs.shape[0], *probs.shape[3:]), dtype=bool)
-        mask = np.asarray(mask)
-        if mask.dtype != bool or mask.shape != (probs.shape[0], *probs.shape[3:]):
-            raise ValueError(
-                f"mask must be a bool array of shape {(probs.shape[0], *probs.shape[3:])}, "
-                f"got {mask.dtype} {mask.shape}."
-            )
-        allowed = np.broadcast_to(mask[:, None, None], probs.shape)
-        if not np.all(np.isfinite(probs[allowed])) or np.any(probs[allowed] < 0):
-            raise ValueError("probs must be finite and non-negative where the mask allows.")
-        if logits is not None:
-            logits = _as_array(logits, "logits")
-            if logits.shape != probs.shape:
-                raise ValueError(f"logits shape {logits.shape} differs from probs {probs.shape}.")
-        return cls(probs=probs, logits=logits, mask=mask, tokens=tokens)
-
-    @property
-    def n_samples(self):
-        return self.probs.shape[0]
-
-    def head_index(self):
-        """Map from flat head index (layer-major) to ``(layer, head)``, shape (n_total, 2)."""
-        ll, hh = np.meshgrid(self.layers, self.heads, indexing="ij")
-        return np.column_stack([ll.ravel(), hh.ravel()])
-
-    def valid_tokens(self, sample):
-        """Positions of the non-padding tokens of one sample (keys that some query sees)."""
-        return np.flatnonzero(self.mask[sample].any(axis=0))
+def _index_list(value, name):
+    """A list of distinct non-negative ints from a sequence argument, or None."""
+    if value is None:
+        return None
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        value = [value]
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    arr = np.asarray(value)
+    if arr.ndim != 1 or not (
+        arr.dtype.kind in "iu" or (arr.dtype == object and all(_is_int(v) for v in arr))
+    ):
+        if arr.size == 0 and arr.ndim == 1:
+            raise ValueError(f"{name} is empty; pass None for all.")
+        raise TypeError(
+            f"{name} must be a sequence of ints (indices), got {value!r}; floats and bools "
+            "are refused rather than truncated."
+        )
+    out = [int(v) for v in arr]
+    if not out:
+        raise ValueError(f"{name} is empty; pass None for all.")
+    if min(out) < 0:
+        raise ValueError(f"{name} must be non-negative indices, got {out}.")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} holds duplicates: {out}.")
+    return out
 
 
-def _as_array(x, name):
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    arr = np.asarray(x)
-    if not np.issubdtype(arr.dtype, np.floating):
-        raise TypeError(f"{name} must be a float array, got dtype {arr.dtype}.")
-    return arr
+def _is_int(v):
+    return isinstance(v, int | np.integer) and not isinstance(v, bool)
 
 
 class _Recorder:
-    """Receives the scores of every attention call of one forward pass and keeps the chosen ones.
+    """Receives the attention of every layer of one forward pass and keeps the chosen ones.
 
     Selection, down-casting and the move to the CPU happen per layer, as soon as a layer has run,
-    so at most one layer's full maps live on the accelerator at a time.
+    so at most one layer's full maps live on the accelerator at a time (besides the first batch,
+    whose softmax calls are kept until they are checked against the model's own attentions).
     """
 
     def __init__(self, layers, heads, dtype, want_logits):
-        self.layers = None if layers is None else [int(v) for v in layers]
-        self.heads = None if heads is None else torch.as_tensor(np.asarray(heads, dtype=np.int64))
+        self.layers = layers
+        self.heads = None if heads is None else torch.as_tensor(heads, dtype=torch.int64)
         self.torch_dtype, self.np_dtype = _DTYPES[dtype]
         self.want_logits = want_logits
+        self.source = None
         self.start()
 
     def start(self):
-        self.calls = 0
-        self.current = {}
+        self.current = {}  # kind -> {layer: (probs, logits, valid, sink)}
+        self.counts = {}  # kind -> number of layers that ran
 
-    def next_layer(self):
-        layer = self.calls
-        self.calls += 1
-        return layer
+    def seen(self, kind, layer):
+        self.counts[kind] = max(self.counts.get(kind, 0), layer + 1)
 
-    def wants(self, layer):
+    def wants(self, kind, layer):
         return self.layers is None or layer in self.layers
 
-    def record(self, layer, logits, probs, valid):
+    def record_softmax(self, kind, layer, logits, probs, sink):
+        """One softmax call: its input (B, H, Q, K[+1]) and output, with a sink column or not."""
+        self.seen(kind, layer)
+        if not self.wants(kind, layer):
+            return
+        from ._hf import masked
+
+        with torch.no_grad():
+            sink_mass = None
+            if sink:
+                sink_mass, probs, logits = probs[..., -1], probs[..., :-1], logits[..., :-1]
+            allowed = masked(logits, probs)
+            valid = allowed.any(dim=1)
+            self.record(kind, layer, logits, probs, valid, sink_mass, allowed)
+
+    def record_probs(self, kind, layer, probs):
+        """Probabilities only (output_attentions): allowed keys are those with any mass."""
+        self.seen(kind, layer)
+        if not self.wants(kind, layer):
+            return
+        valid = (probs > 0).any(dim=1)
+        self.record(kind, layer, None, probs, valid)
+
+    def record(self, kind, layer, logits, probs, valid, sink=None, allowed=None):
         """Store one layer: logits/probs (B, H, Q, K) tensors, valid (B, Q, K) bool tensor."""
-        if not self.wants(layer):
+        self.seen(kind, layer)
+        if not self.wants(kind, layer):
             return
         with torch.no_grad():
+            if allowed is None:
+                allowed = valid[:, None]
+            probs = probs.masked_fill(~allowed, 0.0)
+            if self.want_logits and logits is not None:
+                logits = logits.masked_fill(~allowed, float("-inf"))
             if self.heads is not None:
+                n_heads = probs.shape[1]
+                if int(self.heads.max()) >= n_heads:
+                    raise ValueError(
+                        f"heads must lie in [0, {n_heads}) for {kind} layer {layer}, got "
+                        f"{self.heads.tolist()}."
+                    )
                 idx = self.heads.to(probs.device)
                 probs = probs.index_select(1, idx)
-                logits = logits.index_select(1, idx)
+                if logits is not None:
+                    logits = logits.index_select(1, idx)
+                if sink is not None:
+                    sink = sink.index_select(1, idx)
             p = probs.detach().to("cpu", self.torch_dtype).numpy()
-            lg = logits.detach().to("cpu", self.torch_dtype).numpy() if self.want_logits else None
-            self.current[layer] = (p, lg, valid.detach().to("cpu").numpy())
+            lg = None
+            if self.want_logits and logits is not None:
+                lg = logits.detach().to("cpu", self.torch_dtype).numpy()
+            sk = None if sink is None else sink.detach().to("cpu", self.torch_dtype).numpy()
+            self.current.setdefault(kind, {})[layer] = (p, lg, valid.detach().cpu().numpy(), sk)
 
     def finish(self):
-        if not self.current and self.calls == 0:
+        """Per kind: probs, logits, valid, layer order, head ids and sink of this batch."""
+        if not self.counts:
             raise RuntimeError(
                 "no attention was captured during the forward pass: the model has no attention "
-                "layer skorg can see (or none of the requested layers ran)."
+                "layer skorg can see."
             )
-        order = self.layers if self.layers is not None else sorted(self.current)
-        missing = [v for v in order if v not in self.current]
-        if missing:
-            raise ValueError(
-                f"requested layers {missing} did not run; the model has {self.calls} attention "
-                "calls per forward pass."
-            )
-        probs = np.stack([self.current[v][0] for v in order], axis=1)
-        logits = np.stack([self.current[v][1] for v in order], axis=1) if self.want_logits else None
-        valid = self.current[order[0]][2]
-        n_heads = probs.shape[2]
-        heads = np.arange(n_heads) if self.heads is None else self.heads.numpy()
+        result = {}
+        for kind in self.counts:
+            got = self.current.get(kind, {})
+            order = self.layers if self.layers is not None else sorted(got)
+            missing = [v for v in order if v not in got]
+            if missing:
+                raise ValueError(
+                    f"requested layers {missing} did not run; the model has "
+                    f"{self.counts[kind]} {kind}-attention layers."
+                )
+            parts = [got[v] for v in order]
+            probs = np.stack([p[0] for p in parts], axis=1)
+            with_logits = self.want_logits and all(p[1] is not None for p in parts)
+            logits = np.stack([p[1] for p in parts], axis=1) if with_logits else None
+            sink = None
+            if all(p[3] is not None for p in parts):
+                sink = np.stack([p[3] for p in parts], axis=1)
+            n_heads = probs.shape[2]
+            heads = np.arange(n_heads) if self.heads is None else self.heads.numpy()
+            # one mask for all layers: a key counts as allowed if some kept layer allows it
+            # (layer-specific masks such as sliding windows are the -inf logits, zero probs)
+            valid = np.logical_or.reduce([p[2] for p in parts])
+            result[kind] = (probs, logits, valid, np.asarray(order), heads, sink)
         self.start()
-        return probs, logits, valid, np.asarray(order), heads
+        return result
+
+
+def _unwrap(model):
+    """The torch module behind an nnsight wrapper (``NNsight`` / ``LanguageModel``)."""
+    if type(model).__module__.split(".")[0] == "nnsight":
+        inner = getattr(model, "_model", None)
+        if isinstance(inner, torch.nn.Module):
+            return inner
+    return model
 
 
 def _backend(model):
@@ -202,10 +186,20 @@ def _backend(model):
 
         return _mha
     raise TypeError(
-        "model must be a transformers model, a TransformerLens model, or a torch.nn.Module "
-        "built on nn.MultiheadAttention; for attention computed elsewhere use "
+        "model must be a transformers model, a TransformerLens model, an nnsight wrapper, or a "
+        "torch.nn.Module built on nn.MultiheadAttention; for attention computed elsewhere use "
         f"AttentionMaps.from_array. Got {type(model).__name__}."
     )
+
+
+@contextlib.contextmanager
+def _runner(backend, model, recorder):
+    if backend.__name__.endswith("._hf"):
+        with backend.Backend(model, recorder).session() as session:
+            yield session.run
+    else:
+        with backend.capturing(model, recorder):
+            yield lambda batch: backend.run(model, batch)
 
 
 def _is_single_batch(inputs):
@@ -222,6 +216,15 @@ def _iterate(batches, progress):
     return tqdm(batches, desc="attention", total=len(batches))
 
 
+def _tokens_of(tokenizer, batch, kind):
+    if tokenizer is None or not isinstance(batch, Mapping):
+        return None
+    key = "decoder_input_ids" if kind in ("decoder", "cross") else "input_ids"
+    if key not in batch:
+        return None
+    return [tokenizer.convert_ids_to_tokens(row) for row in batch[key]]
+
+
 def extract_attention(
     model,
     inputs=None,
@@ -232,24 +235,30 @@ def extract_attention(
     dtype="float32",
     tokenizer=None,
     progress=False,
+    kind=None,
 ):
     """Attention probabilities and pre-softmax logits of chosen layers and heads.
 
     Parameters
     ----------
     model : torch.nn.Module, transformers model, TransformerLens model, or array-like
-        Hugging Face models are run through a registered attention function (whatever their
-        ``attn_implementation``, sdpa and flash included, which return no attention weights);
-        plain modules through hooks on their ``nn.MultiheadAttention`` layers (also when these
-        are called with ``need_weights=False``); TransformerLens models through their
-        ``hook_attn_scores`` and ``hook_pattern`` hooks. An array is passed to
+        Hugging Face models run their own eager attention (whatever their
+        ``attn_implementation``, restored afterwards) and skorg reads the softmax they call,
+        so every score modification of the family (scaling, relative position bias, ALiBi,
+        soft-capping, sinks, sliding windows, masks, grouped-query heads) is in the result.
+        On the first batch the model's own ``output_attentions`` are compared with what skorg
+        reads, and a difference beyond 1e-5 raises an error naming the family. Plain modules
+        are read through hooks on their ``nn.MultiheadAttention`` layers (also when these are
+        called with ``need_weights=False``); TransformerLens models (``HookedTransformer`` and
+        ``TransformerBridge``) through their ``hook_attn_scores`` and ``hook_pattern`` hooks;
+        nnsight wrappers through the model they wrap. An array is passed to
         :meth:`AttentionMaps.from_array`.
     inputs : Mapping, Tensor, or list of them (None for an array source)
         One batch (a mapping is passed as keyword arguments, e.g. a tokenizer's output; a
         tensor positionally), or a list of batches that all have the same sequence length
         (pad with ``padding="max_length"``).
     layers : sequence of int, optional
-        Layers to keep (attention calls in forward order); all by default.
+        Layers to keep (attention calls of each kind in forward order); all by default.
     heads : sequence of int, optional
         Heads to keep in every chosen layer; all by default.
     logits : bool, default=True
@@ -257,13 +266,26 @@ def extract_attention(
     dtype : {"float32", "float16"}, default="float32"
         Storage precision of the returned arrays (the model runs in its own precision).
     tokenizer : optional
-        Hugging Face tokenizer for token labels of mapping inputs holding ``input_ids``.
+        Hugging Face tokenizer for token labels of mapping inputs holding ``input_ids``
+        (``decoder_input_ids`` for decoder and cross-attention).
     progress : bool, default=False
         Show a tqdm progress bar over the batches (if tqdm is installed).
+    kind : {"self", "encoder", "decoder", "cross"}, optional
+        The kind of attention to return. Encoder-decoder models have several; without
+        ``kind`` they are all returned, in a dict.
 
     Returns
     -------
-    maps : AttentionMaps
+    maps : AttentionMaps, or dict of str to AttentionMaps
+        One :class:`AttentionMaps`; for a model with several kinds of attention (encoder self-,
+        decoder self- and cross-attention) and ``kind=None``, a dict keyed by kind.
+
+    Notes
+    -----
+    Thread safety: the softmax is intercepted through state local to the calling thread, so
+    extractions from different models in different threads run concurrently and correctly;
+    extractions from one Hugging Face model object are serialized by a lock held on that model
+    (its attention implementation is switched to eager for the duration).
 
     Examples
     --------
@@ -279,33 +301,61 @@ def extract_attention(
     """
     if dtype not in _DTYPES:
         raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}.")
-    if isinstance(model, np.ndarray | torch.Tensor):
+    if kind is not None and kind not in _KINDS:
+        raise ValueError(f"kind must be one of {list(_KINDS)} or None, got {kind!r}.")
+    if not isinstance(logits, bool):
+        raise TypeError(f"logits must be True or False, got {logits!r}.")
+    layers = _index_list(layers, "layers")
+    heads = _index_list(heads, "heads")
+    if isinstance(model, np.ndarray | torch.Tensor | tuple):
         if inputs is not None:
             raise ValueError("an array source carries its own maps: pass inputs=None.")
         return AttentionMaps.from_array(model)
     if inputs is None:
         raise ValueError("inputs is required to run a model.")
+    model = _unwrap(model)
     backend = _backend(model)
     batches = [inputs] if _is_single_batch(inputs) else list(inputs)
     if not batches:
         raise ValueError("inputs holds no batch.")
     recorder = _Recorder(layers, heads, dtype, logits)
-    parts, tokens = [], [] if tokenizer is not None else None
-    with torch.no_grad(), backend.capturing(model, recorder):
+    parts, tokens = [], {}
+    with torch.no_grad(), _runner(backend, model, recorder) as run:
         for batch in _iterate(batches, progress):
             recorder.start()
-            backend.run(model, batch)
-            parts.append(recorder.finish())
-            if tokenizer is not None and isinstance(batch, Mapping) and "input_ids" in batch:
-                tokens.extend(tokenizer.convert_ids_to_tokens(row) for row in batch["input_ids"])
-    shapes = {p[0].shape[3:] for p in parts}
-    if len(shapes) > 1:
-        raise ValueError(
-            f"batches have different sequence lengths {sorted(shapes)}; pad every batch to the "
-            "same length (tokenizer(..., padding='max_length', max_length=...))."
-        )
-    _, _, _, order, head_ids = parts[0]
-    probs = np.concatenate([p[0] for p in parts])
-    lg = np.concatenate([p[1] for p in parts]) if logits else None
-    mask = np.concatenate([p[2] for p in parts])
-    return AttentionMaps(probs, lg, mask, order, head_ids, tokens or None)
+            run(batch)
+            found = recorder.finish()
+            parts.append(found)
+            for k in found:
+                tokens.setdefault(k, []).append(_tokens_of(tokenizer, batch, k))
+    kinds = list(parts[0])
+    if any(list(p) != kinds for p in parts):
+        raise RuntimeError("batches ran different kinds of attention; pass one model input type.")
+    result = {}
+    for k in kinds:
+        chunks = [p[k] for p in parts]
+        shapes = {c[0].shape[3:] for c in chunks}
+        if len(shapes) > 1:
+            raise ValueError(
+                f"batches have different sequence lengths {sorted(shapes)}; pad every batch to "
+                "the same length (tokenizer(..., padding='max_length', max_length=...))."
+            )
+        _, _, _, order, head_ids, _ = chunks[0]
+        probs = np.concatenate([c[0] for c in chunks])
+        lg = None if chunks[0][1] is None else np.concatenate([c[1] for c in chunks])
+        mask = np.concatenate([c[2] for c in chunks])
+        sink = None if chunks[0][5] is None else np.concatenate([c[5] for c in chunks])
+        labels = None
+        if all(t is not None for t in tokens[k]):
+            labels = [row for t in tokens[k] for row in t]
+        result[k] = AttentionMaps(
+            probs, lg, mask, order, head_ids, labels, kind=k, sink=sink,
+            source=recorder.source or backend.SOURCE,
+        )  # fmt: skip
+    if kind is not None:
+        if kind not in result:
+            raise ValueError(f"the model has no {kind!r} attention; it has {kinds}.")
+        return result[kind]
+    if len(result) == 1:
+        return result[kinds[0]]
+    return result

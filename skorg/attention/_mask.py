@@ -18,19 +18,41 @@ class _Layout:
     kind: str
     n_layers: int
     n_heads: int
+    attention: str = "self"
 
 
-def attention_layout(model):
+def _kinds(model):
+    """Backend name and ``{attention kind: (n_layers, n_heads)}`` of a model."""
+    backend = _backend(model)
+    name = backend.__name__.rsplit("._", 1)[-1]
+    if name == "hf":
+        return name, backend.gating_plan(model)
+    if name == "mha":
+        kinds = {}
+        for kind, units in backend.modules(model).items():
+            heads = {m.num_heads for m in units}
+            if len(heads) != 1:
+                raise ValueError(
+                    f"{kind} attention layers have different numbers of heads {sorted(heads)}."
+                )
+            kinds[kind] = (len(units), heads.pop())
+        return name, kinds
+    return name, {"self": backend.n_layers_heads(model)}
+
+
+def attention_layout(model, kind=None):
     """Kind of backend and the number of layers and heads per layer that masking acts on.
 
     Parameters
     ----------
     model : transformers model, TransformerLens model, or torch.nn.Module
+    kind : {"self", "encoder", "decoder", "cross"}, optional
+        The kind of attention; required for models with several (encoder-decoder models).
 
     Returns
     -------
     layout : object with attributes ``kind`` ("hf", "mha" or "tlens"), ``n_layers``,
-        ``n_heads``.
+        ``n_heads`` and ``attention`` (the kind of attention).
 
     Examples
     --------
@@ -40,57 +62,34 @@ def attention_layout(model):
     ...     torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 3,
     ...     enable_nested_tensor=False)
     >>> attention_layout(enc)
-    _Layout(kind='mha', n_layers=3, n_heads=2)
+    _Layout(kind='mha', n_layers=3, n_heads=2, attention='self')
     """
-    backend = _backend(model)
-    kind = backend.__name__.rsplit("._", 1)[-1]
-    if kind == "hf":
-        units, n_heads = backend.out_projections(model)
-        return _Layout("hf", len(units), n_heads)
-    if kind == "mha":
-        units = backend.modules(model)
-        heads = {m.num_heads for m in units}
-        if len(heads) != 1:
-            raise ValueError(f"layers have different numbers of heads {sorted(heads)}.")
-        return _Layout("mha", len(units), heads.pop())
-    n_layers, n_heads = backend.n_layers_heads(model)
-    return _Layout("tlens", n_layers, n_heads)
+    from ._extract import _unwrap
+
+    name, kinds = _kinds(_unwrap(model))
+    if kind is None:
+        if len(kinds) > 1:
+            raise ValueError(
+                f"the model has several kinds of attention {sorted(kinds)}; pass kind=."
+            )
+        kind = next(iter(kinds))
+    if kind not in kinds:
+        raise ValueError(f"the model has no {kind!r} attention; it has {sorted(kinds)}.")
+    n_layers, n_heads = kinds[kind]
+    return _Layout(name, n_layers, n_heads, kind)
 
 
 @contextlib.contextmanager
-def _hf_gating(model, gates, layers):
-    from ._hf import out_projections
-
-    units, n_heads = out_projections(model)
-    handles = []
-
-    def make_hook(index):
-        def hook(module, args):
-            x = args[0]
-            shaped = x.unflatten(-1, (n_heads, x.shape[-1] // n_heads))
-            gated = (shaped * gates[index].view(-1, 1).to(x.dtype)).flatten(-2)
-            return (gated, *args[1:])
-
-        return hook
-
-    try:
-        for i in layers:
-            handles.append(units[i].register_forward_pre_hook(make_hook(i)))
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
-@contextlib.contextmanager
-def gate_heads(model, gates, *, layers=None):
+def gate_heads(model, gates, *, layers=None, kind=None):
     """Multiply every head's contribution by a gate, before the layer's output projection.
 
     The gates may require gradients: this is how the gradient importance of a head mask is
-    computed (Michel et al., 2019). Gating acts on the concatenated head outputs that enter the
-    output projection (BERT/ViT ``attention.output.dense``, GPT-2 ``attn.c_proj``,
-    TransformerLens ``hook_z``); for ``nn.MultiheadAttention``, whose fused forward does not
-    expose them, the layer output is recomputed from its weights with gated heads.
+    computed (Michel et al., 2019). For Hugging Face models the attention probabilities of
+    head h are multiplied by its gate inside the model's own eager attention (which scales the
+    head's context ``P_h V_h``, exactly what enters the output projection), so every family
+    that extraction reads can be gated; TransformerLens models are gated on ``hook_z``; for
+    ``nn.MultiheadAttention``, whose fused forward does not expose the head contexts, the layer
+    output is recomputed from its weights with gated heads.
 
     Parameters
     ----------
@@ -98,29 +97,36 @@ def gate_heads(model, gates, *, layers=None):
     gates : torch.Tensor of shape (n_layers, n_heads)
     layers : sequence of int, optional
         Only these layers get hooks (the others run untouched); all by default.
+    kind : {"self", "encoder", "decoder", "cross"}, optional
+        The kind of attention gated; required for encoder-decoder models.
 
     Yields
     ------
     model
-        The same model, gated until the block exits; the hooks are removed afterwards.
+        The same model, gated until the block exits; the hooks are removed (and a Hugging
+        Face model's attention implementation restored) afterwards. The gates act on forward
+        passes run in any thread while the block is open.
     """
-    layout = attention_layout(model)
+    from ._extract import _index_list, _unwrap
+
+    model = _unwrap(model)
+    layout = attention_layout(model, kind)
+    if not isinstance(gates, torch.Tensor):
+        raise TypeError(f"gates must be a torch.Tensor, got {type(gates).__name__}.")
     if tuple(gates.shape) != (layout.n_layers, layout.n_heads):
         raise ValueError(
             f"gates must have shape {(layout.n_layers, layout.n_heads)}, got {tuple(gates.shape)}."
         )
-    layers = range(layout.n_layers) if layers is None else list(layers)
+    layers = range(layout.n_layers) if layers is None else _index_list(layers, "layers")
+    if max(layers, default=-1) >= layout.n_layers:
+        raise ValueError(f"layers must lie in [0, {layout.n_layers}), got {list(layers)}.")
     if layout.kind == "hf":
-        ctx = _hf_gating(model, gates, layers)
+        from ._hf import gating
     elif layout.kind == "mha":
         from ._mha import gating
-
-        ctx = gating(model, gates, layers)
     else:
         from ._tlens import gating
-
-        ctx = gating(model, gates, layers)
-    with ctx:
+    with gating(model, gates, layers, layout.attention):
         yield model
 
 
@@ -128,14 +134,21 @@ def _head_matrix(heads, layout):
     mask = np.zeros((layout.n_layers, layout.n_heads), dtype=bool)
     if heads is None:
         return mask
+    if isinstance(heads, torch.Tensor):
+        heads = heads.detach().cpu().numpy()
     arr = np.asarray(heads)
     if arr.dtype == bool:
         if arr.shape != mask.shape:
             raise ValueError(f"a boolean head mask must have shape {mask.shape}, got {arr.shape}.")
         return arr.copy()
-    arr = arr.astype(np.int64, copy=False)
     if arr.size == 0:
         return mask
+    if arr.dtype.kind not in "iu":
+        raise TypeError(
+            "heads must be flat integer ids, (layer, head) integer pairs or a boolean matrix; "
+            f"got dtype {arr.dtype} ({heads!r}); floats are refused rather than truncated."
+        )
+    arr = arr.astype(np.int64, copy=False)
     if arr.ndim == 1:  # flat, layer-major head ids
         if arr.min() < 0 or arr.max() >= mask.size:
             raise ValueError(f"flat head ids must lie in [0, {mask.size}), got {arr}.")
@@ -150,7 +163,7 @@ def _head_matrix(heads, layout):
 
 
 @contextlib.contextmanager
-def mask_heads(model, heads):
+def mask_heads(model, heads, *, kind=None):
     """Zero the contribution of chosen heads inside a ``with`` block.
 
     Parameters
@@ -158,6 +171,8 @@ def mask_heads(model, heads):
     model : transformers model, TransformerLens model, or torch.nn.Module
     heads : bool array of shape (n_layers, n_heads), (layer, head) pairs, or flat ids
         The heads to remove; flat ids are ``layer * n_heads + head``.
+    kind : {"self", "encoder", "decoder", "cross"}, optional
+        The kind of attention whose heads are removed; required for encoder-decoder models.
 
     Yields
     ------
@@ -177,7 +192,10 @@ def mask_heads(model, heads):
     >>> bool((masked != layer(x)).any())
     True
     """
-    layout = attention_layout(model)
+    from ._extract import _unwrap
+
+    model = _unwrap(model)
+    layout = attention_layout(model, kind)
     removed = _head_matrix(heads, layout)
     gates = torch.from_numpy((~removed).astype(np.float32))
     if not removed.any():  # no hook at all (nor a switch of kernels): the model as it is
@@ -186,5 +204,6 @@ def mask_heads(model, heads):
     param = next(iter(model.parameters()), None)
     if param is not None:
         gates = gates.to(param.device)
-    with gate_heads(model, gates, layers=np.flatnonzero(removed.any(axis=1)).tolist()):
+    hooked = np.flatnonzero(removed.any(axis=1)).tolist()
+    with gate_heads(model, gates, layers=hooked, kind=layout.attention):
         yield model

@@ -16,13 +16,27 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ._softmax import name_kind
+
 _PARAMS = list(inspect.signature(torch.nn.MultiheadAttention.forward).parameters)[1:]
+SOURCE = "recomputed from the nn.MultiheadAttention weights"
 
 
 def modules(model):
-    units = [m for m in model.modules() if isinstance(m, torch.nn.MultiheadAttention)]
-    if not units:
+    """The attention layers of every kind, ``{kind: [module, ...]}`` in module order.
+
+    Kinds come from the module names: ``multihead_attn`` of ``nn.TransformerDecoderLayer`` is
+    cross-attention; in a model with both an ``encoder`` and a ``decoder`` (``nn.Transformer``)
+    the self-attention layers are ``"encoder"`` or ``"decoder"``; otherwise ``"self"``.
+    """
+    named = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.MultiheadAttention)]
+    if not named:
         raise TypeError(f"{type(model).__name__} holds no nn.MultiheadAttention layer.")
+    stacks = {name_kind(n, True) for n, _ in named} - {"cross"}
+    encoder_decoder = stacks == {"encoder", "decoder"}
+    units = {}
+    for n, m in named:
+        units.setdefault(name_kind(n, encoder_decoder), []).append(m)
     return units
 
 
@@ -75,7 +89,8 @@ def attention(mha, bound):
             scores = scores + m
             allowed = allowed & (m > -math.inf) & (m > torch.finfo(m.dtype).min / 2)
     logits = scores.masked_fill(~allowed, float("-inf"))
-    probs = torch.softmax(logits, dim=-1)
+    # a query with no allowed key gets no attention (zeros) rather than NaN
+    probs = torch.softmax(logits, dim=-1).masked_fill(~allowed.any(-1, keepdim=True), 0.0)
     return logits, probs, v, allowed[:, 0]
 
 
@@ -104,18 +119,19 @@ def capturing(model, recorder):
     units = modules(model)
     handles = []
 
-    def make_hook(index):
+    def make_hook(kind, index):
         def hook(mha, args, kwargs):
             logits, probs, _, valid = attention(mha, _arguments(args, kwargs))
-            recorder.calls = max(recorder.calls, index + 1)
-            recorder.record(index, logits, probs, valid)
+            recorder.record(kind, index, logits, probs, valid)
 
         return hook
 
     with no_fastpath():
         try:
-            for i, mha in enumerate(units):
-                handles.append(mha.register_forward_pre_hook(make_hook(i), with_kwargs=True))
+            for kind, mhas in units.items():
+                for i, mha in enumerate(mhas):
+                    hook = make_hook(kind, i)
+                    handles.append(mha.register_forward_pre_hook(hook, with_kwargs=True))
             yield
         finally:
             for handle in handles:
@@ -129,9 +145,9 @@ def run(model, batch):
 
 
 @contextlib.contextmanager
-def gating(model, gates, layers):
+def gating(model, gates, layers, kind):
     """Replace the output of the gated layers by a recomputation with gated head contexts."""
-    units = modules(model)
+    units = modules(model)[kind]
     handles = []
 
     def make_hook(index):

@@ -92,8 +92,8 @@ def _row_reduce(maps, fn):
     n, n_layers, n_heads = p.shape[:3]
     out = np.empty((n, n_layers * n_heads))
     for s in range(n):
-        keep = maps.valid_tokens(s)  # padding tokens neither as queries nor as keys
-        ps = p[s][:, :, keep][..., keep]
+        keys = maps.valid_tokens(s)  # padding tokens neither as queries nor as keys
+        ps = p[s][:, :, maps.valid_queries(s)][..., keys]
         out[s] = fn(ps).mean(axis=-1).reshape(-1)
     return out
 

@@ -21,43 +21,71 @@ def n_layers_heads(model):
     return int(model.cfg.n_layers), int(model.cfg.n_heads)
 
 
+SOURCE = "TransformerLens hook_attn_scores and hook_pattern"
+TOLERANCE = 1e-5
+
+
 @contextlib.contextmanager
 def capturing(model, recorder):
     model._skorg_recorder = recorder
+    model._skorg_checked = False
     try:
         yield
     finally:
-        del model._skorg_recorder
+        del model._skorg_recorder, model._skorg_checked
 
 
 def run(model, batch):
+    """Run with hooks on the scores and the pattern of every kept layer, then pair them.
+
+    The pairing happens after the forward pass: ``HookedTransformer`` fires ``hook_attn_scores``
+    before ``hook_pattern``, other implementations (TransformerBridge releases) may not.
+    """
+    from ._hf import masked
+
     recorder = model._skorg_recorder
     n_layers, _ = n_layers_heads(model)
-    layers = [v for v in range(n_layers) if recorder.wants(v)]
-    scores = {}
-    recorder.calls = n_layers
+    layers = [v for v in range(n_layers) if recorder.wants("self", v)]
+    seen = {}
 
-    def keep_scores(tensor, hook):
-        scores[hook.name] = tensor
-
-    def keep_pattern(tensor, hook):
-        layer = int(hook.name.split(".")[1])
-        raw = scores[_name(layer, "hook_attn_scores")]
-        allowed = torch.isfinite(raw) & (raw > torch.finfo(raw.dtype).min / 2)
-        logits = raw.masked_fill(~allowed, float("-inf"))
-        recorder.record(layer, logits, tensor, allowed[:, 0])
+    def keep(tensor, hook):
+        seen[hook.name] = tensor.detach()
 
     hooks = []
     for layer in layers:
-        hooks.append((_name(layer, "hook_attn_scores"), keep_scores))
-        hooks.append((_name(layer, "hook_pattern"), keep_pattern))
+        hooks.append((_name(layer, "hook_attn_scores"), keep))
+        hooks.append((_name(layer, "hook_pattern"), keep))
     if isinstance(batch, dict) or hasattr(batch, "keys"):
-        return model.run_with_hooks(**batch, fwd_hooks=hooks)
-    return model.run_with_hooks(batch, fwd_hooks=hooks)
+        out = model.run_with_hooks(**batch, fwd_hooks=hooks)
+    else:
+        out = model.run_with_hooks(batch, fwd_hooks=hooks)
+    for layer in range(n_layers):
+        recorder.seen("self", layer)
+    for layer in layers:
+        raw = seen.get(_name(layer, "hook_attn_scores"))
+        pattern = seen.get(_name(layer, "hook_pattern"))
+        if raw is None or pattern is None:
+            raise RuntimeError(
+                f"{type(model).__name__}: layer {layer} fired no hook_attn_scores or "
+                "hook_pattern; its attention cannot be read."
+            )
+        allowed = masked(raw, pattern)
+        logits = raw.masked_fill(~allowed, float("-inf"))
+        if not model._skorg_checked:
+            back = torch.softmax(logits.double(), dim=-1).nan_to_num(0.0)
+            err = float((back - pattern.double().masked_fill(~allowed, 0.0)).abs().max())
+            if err > TOLERANCE:
+                raise RuntimeError(
+                    f"{type(model).__name__}: softmax(hook_attn_scores) differs from "
+                    f"hook_pattern by {err:.3g} > {TOLERANCE:g} in layer {layer}."
+                )
+        recorder.record("self", layer, logits, pattern, allowed.any(dim=1), allowed=allowed)
+    model._skorg_checked = True
+    return out
 
 
 @contextlib.contextmanager
-def gating(model, gates, layers):
+def gating(model, gates, layers, kind="self"):
     def make_hook(index):
         def hook(z, hook):
             return z * gates[index].view(1, 1, -1, 1).to(z.dtype)

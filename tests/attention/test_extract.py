@@ -175,13 +175,13 @@ def test_transformer_lens_duck_typing(fake_tlens):
 
 
 def test_array_source_and_validation():
-    p = np.full((2, 3, 4, 4), 0.25)
+    p = np.full((1, 2, 3, 4, 4), 0.25)
     maps = extract_attention(p)
     assert isinstance(maps, AttentionMaps) and maps.probs.shape == (1, 2, 3, 4, 4)
     assert maps.head_index().tolist()[3] == [1, 0]
     with pytest.raises(ValueError, match="ndim"):
         AttentionMaps.from_array(np.ones((4, 4)))
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
         AttentionMaps.from_array(-p)
     with pytest.raises(ValueError, match="dtype must be"):
         extract_attention(tiny_encoder(), torch.randn(1, 3, 16), dtype="int8")

@@ -60,7 +60,7 @@ def test_head_sparsity_is_bihaar_l1_on_the_trees(rng):
     ]
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     # a uniform head has a single non-zero coefficient: sum |C| = sqrt(8 * 8) / 8 = 1
-    uniform = AttentionMaps.from_array(np.full((1, 1, 8, 8), 1 / 8))
+    uniform = AttentionMaps.from_array(np.full((1, 1, 1, 8, 8), 1 / 8))
     np.testing.assert_allclose(
         head_sparsity(uniform, trees=trees, selection="all", entropy=brute_entropy), 1.0
     )
