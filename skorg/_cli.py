@@ -195,7 +195,7 @@ def _demo(args):
         _print_comparison(rows, data, args)
         return 0
     from .report import require_attention
-    from .report._attention import default_sentences
+    from .report import default_sentences
 
     require_attention(minilm=True)  # before the corpus, which comes with the attention extra
     _attention_run(args, "minilm", default_sentences(args.n_sentences))
@@ -291,7 +291,7 @@ def _n_layers(model):
 
 def _organize(args):
     from .report import organize_report, synthetic_comparison
-    from .report._matrix import load_labelled
+    from .report import load_labelled
 
     comparison = None
     names = None

@@ -23,7 +23,11 @@ LAYERS = {
     "skorg._validation": 0,
     "skorg._blas": 0,
     "skorg._selection": 0,
+    "skorg._labels": 0,
+    "skorg._sparse_input": 0,
     "skorg.graphs": 1,
+    "skorg.stats": 1,  # intervals and tests: plain arrays, nothing of the geometry
+    "skorg.io": 1,  # file readers: plain (labelled) arrays
     "skorg.trees": 2,
     "skorg.metrics": 3,
     "skorg.transforms": 3,

@@ -59,3 +59,4 @@ __all__ = [
 # Building blocks of the command line (skorg._cli); not documented API.
 from ._attention import real_head_rows as real_head_rows
 from ._html import PLOT_HINT as PLOT_HINT
+from ._matrix import load_labelled as load_labelled

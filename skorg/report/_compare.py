@@ -20,7 +20,7 @@ def _p(p):
 
 def _entropies(maps, step, label):
     """Per sample: organized trees, whole-network and per-layer normalized entropies."""
-    from skorg import QuestionnaireOrganizer
+    from skorg.organize import QuestionnaireOrganizer
     from skorg.attention import network_entropy, network_tensor
 
     whole, whole_support, per_layer, organizers = [], [], [], []
