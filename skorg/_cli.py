@@ -194,8 +194,7 @@ def _demo(args):
         rows = synthetic_comparison(data, n_iter=args.n_iter)
         _print_comparison(rows, data, args)
         return 0
-    from .report import require_attention
-    from .report import default_sentences
+    from .report import default_sentences, require_attention
 
     require_attention(minilm=True)  # before the corpus, which comes with the attention extra
     _attention_run(args, "minilm", default_sentences(args.n_sentences))
@@ -290,8 +289,7 @@ def _n_layers(model):
 
 
 def _organize(args):
-    from .report import organize_report, synthetic_comparison
-    from .report import load_labelled
+    from .report import load_labelled, organize_report, synthetic_comparison
 
     comparison = None
     names = None

@@ -20,8 +20,8 @@ def _p(p):
 
 def _entropies(maps, step, label):
     """Per sample: organized trees, whole-network and per-layer normalized entropies."""
-    from skorg.organize import QuestionnaireOrganizer
     from skorg.attention import network_entropy, network_tensor
+    from skorg.organize import QuestionnaireOrganizer
 
     whole, whole_support, per_layer, organizers = [], [], [], []
     layers = maps.layers
