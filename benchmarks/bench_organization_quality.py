@@ -56,6 +56,8 @@ SKORG = {
     "skorg single": {"tree_method": "single"},
     "skorg complete beta=0": {"tree_method": "complete", "emd_beta": 0.0},
     "skorg bisection": {"tree_method": "bisection"},
+    "skorg select": {"tree_method": "select"},
+    "skorg select beta=0": {"tree_method": "select", "emd_beta": 0.0},
     "skorg hybrid": {"tree_method": "hybrid"},
     "skorg hybrid beta=0": {"tree_method": "hybrid", "emd_beta": 0.0},
     "skorg hybrid ward/single beta=0": {
@@ -113,7 +115,7 @@ def run_methods(X, include_spectral=True):
     out = {}
     only = [s for s in ONLY if s]
     for name, params in SKORG.items():
-        if only and not any(o in name for o in only) and name != "skorg default":
+        if only and name not in only and name != "skorg default":
             continue
         start = time.perf_counter()
         org = QuestionnaireOrganizer(**params).fit(X)
@@ -168,7 +170,7 @@ def table(rows, cols):
     head = f"{'method':<30}" + "".join(f"{c:>9}" for c in cols)
     print(head)
     for name, vals in rows.items():
-        print(f"{name:<30}" + "".join(f"{vals.get(c, float('nan')):>9.3f}" for c in cols))
+        print(f"{name:<30}" + "".join(f"{vals.get(c, float('nan')):>9.4f}" for c in cols))
 
 
 def bench_labelled(name):
@@ -237,7 +239,7 @@ def main(names):
         runs[name]()
 
 
-ONLY = []  # --only a,b: run just the skorg methods whose names contain a or b
+ONLY = []  # --only "skorg a,skorg b": run just these skorg methods (and the default)
 
 if __name__ == "__main__":
     args = sys.argv[1:]

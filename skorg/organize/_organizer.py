@@ -213,7 +213,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         "affinity_mode": [StrOptions({"auto", "dense", "sparse"})],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "emd_dtype": [StrOptions(set(EMD_DTYPES))],
-        "tree_method": [StrOptions(set(TREE_METHODS)), callable, list, tuple, None],
+        "tree_method": [StrOptions({*TREE_METHODS, "select"}), callable, list, tuple, None],
         "tree_params": [dict, None],
         "early_stopping": [StrOptions(set(EARLY_STOPPING))],
         "tol": [Interval(Real, 0, 1, closed="left")],

@@ -18,6 +18,9 @@ from ._sparse import sparse_axes, sparse_initial, sparse_rebuild
 __all__ = ["EARLY_STOPPING", "PRESETS", "SCHEDULES", "QuestionnaireResult", "questionnaire"]
 
 SCHEDULES = ("alternating", "jacobi", "reference_3d")
+# The builders tree_method="select" compares on every axis, by the Haar l1 of the data.
+SELECT_CANDIDATES = ("average", "hybrid")
+ORDERED_BUILDERS = ("average", "complete", "single", "weighted", "ward", "hybrid")
 EARLY_STOPPING = ("unchanged", "objective", "never")
 EMD_DTYPES = ("float64", "float32")
 
@@ -323,13 +326,33 @@ def questionnaire(
         tol=tol,
     )
 
+    chosen = {}  # axis -> the builder "select" took for its latest tree
+
+    def params_of(method):
+        if method in ORDERED_BUILDERS and "optimal_ordering" not in builder_params:
+            # the tree EMD sees partitions only, and the final order comes from `ordering`:
+            # SciPy's optimal leaf ordering (most of a linkage tree's cost) is left out
+            return {"optimal_ordering": False, **builder_params}
+        return builder_params
+
     def make_tree(axis, A, d, check=False):
-        if methods[axis] == "flexible" and not builder_params:
+        method = methods[axis]
+        if method == "flexible" and not builder_params:
             return flexible_tree(A, tree_constant=constants[axis], check_input=check)
-        return build_tree(
-            methods[axis], distances=d, affinity=A, tree_constant=constants[axis],
-            **builder_params,
-        )  # fmt: skip
+        if method != "select":
+            return build_tree(
+                method, distances=d, affinity=A, tree_constant=constants[axis],
+                **params_of(method),
+            )  # fmt: skip
+        # every candidate builder on the same geometry; keep the sparsest Haar expansion of X
+        best = None
+        for name in SELECT_CANDIDATES:
+            tree = build_tree(name, distances=d, affinity=A, **params_of(name))
+            value = _objective(X, [tree if a == axis else t for a, t in enumerate(trees)])
+            if best is None or value < best[0]:
+                best = (value, name, tree)
+        chosen[axis] = best[1]
+        return best[2]
 
     # The tree EMD steps see X scaled by a power of two to largest magnitude in [0.5, 1):
     # exact, so the trees are bit for bit those of any rescaled copy of X, and neither the
@@ -354,6 +377,7 @@ def questionnaire(
                 "tree": tree,
                 "changed": changed,
                 "objective": None,
+                "method": chosen.get(axis, methods[axis]),
             }
         )
         trees[axis] = tree
@@ -461,9 +485,9 @@ def _tree_methods(value, ndim, sparse):
     else:
         methods = [value] * ndim
     for axis, m in enumerate(methods):
-        if not callable(m) and m not in TREE_METHODS:
+        if not callable(m) and m not in (*TREE_METHODS, "select"):
             raise ValueError(
-                f"tree_method must be one of {TREE_METHODS} or a callable, got {m!r} "
+                f"tree_method must be one of {(*TREE_METHODS, 'select')} or a callable, got {m!r} "
                 f"for axis {axis}."
             )
         if sparse[axis] and m != "flexible":
@@ -487,5 +511,5 @@ def _objective(X, trees):
     if top == 0:
         return 0.0
     Xs = X / top  # units out before squaring: 1e-150 or 1e150 give the same ratio
-    coefs = multi_haar_transform(Xs, list(trees))
+    coefs = multi_haar_transform(Xs, list(trees))  # None: that axis untransformed
     return float(np.abs(coefs).sum() / np.sqrt(np.sum(Xs * Xs)))

@@ -338,7 +338,14 @@ def _sparse_single_linkage(A):
 
 # ---------------------------------------------------------------------------- hybrid
 def hybrid_tree(
-    distances=None, *, affinity=None, top="ward", bottom="average", n_top=None, n_components=8
+    distances=None,
+    *,
+    affinity=None,
+    top="ward",
+    bottom="average",
+    n_top=None,
+    optimal_ordering=True,
+    n_components=8,
 ):
     """Two linkage rules in one tree: ``top`` for the coarse folders, ``bottom`` inside them.
 
@@ -353,6 +360,8 @@ def hybrid_tree(
         distances alone).
     n_top : int, optional
         Number of coarse folders; default ``ceil(sqrt(n_points))``.
+    optimal_ordering : bool, default=True
+        Optimal leaf ordering of the top tree and of each folder's tree.
     n_components : int, default=8
         Diffusion coordinates of ``"ward"`` (see :func:`hierarchical_tree`).
 
@@ -398,8 +407,9 @@ def hybrid_tree(
         raise ValueError(f"n_top must be a positive integer, got {n_top!r}.")
     n_top = min(int(n_top), n)
     if n <= 2 or n_top in (1, n):
-        return hierarchical_tree(D, method=top if n_top == n else bottom)
-    Z = _linkage_matrix(D, None, top, True, n_components)
+        method = top if n_top == n else bottom
+        return hierarchical_tree(D, method=method, optimal_ordering=optimal_ordering)
+    Z = _linkage_matrix(D, None, top, optimal_ordering, n_components)
     n_cut = n - n_top  # merges below the cut
     members = [[i] for i in range(n)]
     for j in range(n_cut):
@@ -417,7 +427,7 @@ def hybrid_tree(
             node_of[cid] = int(M[0])
             sub_order[cid] = M
             continue
-        Zc = _linkage_matrix(D[np.ix_(M, M)], None, bottom, True, n_components)
+        Zc = _linkage_matrix(D[np.ix_(M, M)], None, bottom, optimal_ordering, n_components)
         sub_order[cid] = M[leaves_list(Zc)]
         ids = list(M)
         for a, b in Zc[:, :2].astype(np.intp):

@@ -22,10 +22,13 @@ def test_linkage_trees_inside_the_iteration(data, method):
     # initial row tree: the linkage tree of the cosine affinity
     first = res.history[0]
     assert first["iteration"] == 0
-    assert first["tree"] == hierarchical_tree(affinity=cosine_affinity(data), method=method)
+    # (inside the iteration without the optimal leaf ordering, which the EMD does not see)
+    want = hierarchical_tree(affinity=cosine_affinity(data), method=method, optimal_ordering=False)
+    assert first["tree"] == want and first["method"] == method
     # every later tree: the linkage tree of the tree EMD it was built from
     for axis in (0, 1):
-        assert res.trees[axis] == hierarchical_tree(res.distances[axis], method=method)
+        want = hierarchical_tree(res.distances[axis], method=method, optimal_ordering=False)
+        assert res.trees[axis] == want
         assert res.trees[axis].is_binary
 
 
@@ -55,7 +58,9 @@ def test_presets_pin_the_flexible_tree(data):
 
 def test_merge_tolerance_reaches_the_builder(data):
     res = questionnaire(data, n_iter=1, tree_method="average", tree_params={"merge_tolerance": 0.1})
-    want = hierarchical_tree(res.distances[0], method="average", merge_tolerance=0.1)
+    want = hierarchical_tree(
+        res.distances[0], method="average", merge_tolerance=0.1, optimal_ordering=False
+    )
     assert res.trees[0] == want
 
 
@@ -101,6 +106,38 @@ def test_tensor_with_linkage_trees():
     res = questionnaire(T, n_iter=2, tree_method="average")
     assert all(isinstance(t, PartitionTree) and t.is_binary for t in res.trees)
     assert [t.n_points for t in res.trees] == [16, 14, 6]
+
+
+def test_select_keeps_the_candidate_with_the_sparsest_haar_expansion(data):
+    from skorg.organize._questionnaire import SELECT_CANDIDATES
+    from skorg.trees import build_tree
+
+    res = questionnaire(data, n_iter=2, tree_method="select", early_stopping="never")
+    Xs = data / np.abs(data).max()
+
+    def objective(trees):
+        return np.abs(multi_haar_transform(Xs, trees)).sum() / np.linalg.norm(Xs)
+
+    # the last tree of axis 0 was picked with the final tree of axis 1 in place
+    last = [h for h in res.history if h["axis"] == 0][-1]
+    values = {}
+    for name in SELECT_CANDIDATES:
+        tree = build_tree(name, distances=res.distances[0], optimal_ordering=False)
+        values[name] = objective([tree, res.trees[1]])
+    assert last["method"] == min(values, key=values.get)
+    tree = build_tree(last["method"], distances=res.distances[0], optimal_ordering=False)
+    assert res.trees[0] == tree
+    assert {h["method"] for h in res.history} <= set(SELECT_CANDIDATES)
+
+
+def test_ordering_tree_olo_follows_a_binary_tree(data):
+    org = QuestionnaireOrganizer(tree_method="average", ordering="tree_olo").fit(data)
+    for tree, order in zip(org.trees_, org.orders_):
+        pos = np.empty_like(order)
+        pos[order] = np.arange(order.shape[0])
+        for node in range(tree.n_nodes):  # every folder is a run of the order
+            p = np.sort(pos[tree.folder(node)])
+            assert p[-1] - p[0] == p.shape[0] - 1
 
 
 def test_tree_method_errors(data):
