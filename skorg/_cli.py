@@ -1,4 +1,5 @@
-"""The ``skorg`` command line: ``demo``, ``attention``, ``compare``, ``organize`` and more.
+"""The ``skorg`` command line: ``demo``, ``attention``, ``compare``, ``organize``,
+``paraproduct-check``, ``warmup``.
 
 Every subcommand writes a report folder (``index.html`` with embedded figures, the numbers as
 CSV and ``results.json``). A user mistake (missing file, wrong shape, NaN, unknown model,
@@ -361,6 +362,31 @@ def _paraproduct(args):
     return 0
 
 
+def _warmup(args):
+    from ._warmup import warmup
+
+    progress = _progress(args, 4)
+    seconds = warmup(progress)
+    print(f"kernels compiled and cached in {seconds:.1f} s; later runs start without compiling")
+    return 0
+
+
+COMPILE_NOTE = (
+    "skorg: first run: compiling the numba kernels (once, typically 10-60 s; "
+    "`skorg warmup` does it ahead of time)"
+)
+
+
+def _note_compilation(args):
+    """Say so on stderr when this run will compile the kernels (a fresh install)."""
+    if getattr(args, "quiet", False) or args.func is _warmup:
+        return
+    from ._warmup import kernels_cached
+
+    if kernels_cached() is False:
+        print(COMPILE_NOTE, file=sys.stderr)
+
+
 def _add_common(parser, output=None):
     parser.add_argument(
         "--output",
@@ -635,6 +661,17 @@ def _build_parser():
     )
     _add_common(par, None)
     par.set_defaults(func=_paraproduct)
+
+    warm = sub.add_parser(
+        "warmup",
+        help="compile the numba kernels now (once after installing)",
+        description="Compile and cache every numba kernel of the common calls (fits, Haar "
+        "transforms), so that the first real call does not wait for the compiler. Run it "
+        "once after `pip install skorg`; the cache lives next to the package or in "
+        "NUMBA_CACHE_DIR.",
+    )
+    warm.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    warm.set_defaults(func=_warmup)
     return parser
 
 
@@ -648,6 +685,7 @@ def main(argv=None):
     except SystemExit as exc:  # argparse reports bad arguments itself, with exit code 2
         return exc.code if isinstance(exc.code, int) else 2
     start = time.perf_counter()
+    _note_compilation(args)
     try:
         code = args.func(args)
     except MissingExtraError as exc:

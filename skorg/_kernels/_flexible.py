@@ -296,7 +296,6 @@ def _group_round_parallel(embT, labels, counts, D, extra, tri):
         _group_round_rows(extra, counts, rows[p], rows[p + 1], D, tri)
 
 
-@numba.njit(cache=True)
 def round_distances(emb, labels, n_groups):
     """The distance matrix of one flexible-tree round, and its strict upper triangle.
 
@@ -310,26 +309,40 @@ def round_distances(emb, labels, n_groups):
     straight into D. From ``_PARALLEL_MIN_POINTS`` points on, the rounds run
     in ``_PARTS`` parts in parallel; a later round then sums the pairs of each
     part apart and adds the ``_PARTS`` partial sums in order, which depends on
-    the number of points but never on the number of threads.
+    the number of points but never on the number of threads. The choice is made
+    here, outside the compiled code, so that the parallel kernels (the slowest to
+    compile) are compiled only when a tree that large is built.
     """
+    if emb.shape[0] >= _PARALLEL_MIN_POINTS:
+        return _round_distances_parallel(emb, labels, n_groups)
+    return _round_distances_serial(emb, labels, n_groups)
+
+
+@numba.njit(cache=True)
+def _round_distances_serial(emb, labels, n_groups):
     embT = np.ascontiguousarray(emb.T)
-    n = embT.shape[1]
     m = n_groups
     tri = np.empty(m * (m - 1) // 2)
-    parallel = n >= _PARALLEL_MIN_POINTS
     if _is_identity(labels, m):
         D = np.empty((m, m))
-        if parallel:
-            _first_round_parallel(embT, D, tri)
-        else:
-            _first_round_rows(embT, 0, m, D, tri)
-    elif parallel:
-        D = np.empty((m, m))
-        extra = np.empty((_PARTS - 1, m, m))
-        _group_round_parallel(embT, labels, _group_counts(labels, m), D, extra, tri)
+        _first_round_rows(embT, 0, m, D, tri)
     else:
         D, counts = _group_distance_sums(embT, labels, m, False)
         _group_round_rows(np.empty((0, m, m)), counts, 0, m, D, tri)
+    return D, tri
+
+
+@numba.njit(cache=True)
+def _round_distances_parallel(emb, labels, n_groups):
+    embT = np.ascontiguousarray(emb.T)
+    m = n_groups
+    tri = np.empty(m * (m - 1) // 2)
+    D = np.empty((m, m))
+    if _is_identity(labels, m):
+        _first_round_parallel(embT, D, tri)
+    else:
+        extra = np.empty((_PARTS - 1, m, m))
+        _group_round_parallel(embT, labels, _group_counts(labels, m), D, extra, tri)
     return D, tri
 
 

@@ -219,7 +219,7 @@ def _check_trees(trees, X, allow_none=True):
 
 # ---------------------------------------------------------------------- cores
 # below this many values the kernels run on the calling thread: waking the pool costs more
-_SERIAL_SIZE = 1 << 15
+_SERIAL_SIZE = 1 << 20
 # lanes at least this long are transformed one at a time (see skorg._kernels._haar_rows);
 # shorter ones go 64 at a time through the transposed blocks of skorg._kernels._haar, whose
 # buffers (3 n x 64 float64) stay in L2 up to here and which are faster on short lanes
