@@ -24,7 +24,8 @@ class UsageError(Exception):
 def _progress(args, total):
     from .report import Progress
 
-    return Progress(total, enabled=not args.quiet)
+    # --quiet silences this command; otherwise skorg.set_config / SKORG_PROGRESS decide
+    return Progress(total, enabled=False if args.quiet else None)
 
 
 def _write(report, args, outputs=None):
@@ -84,11 +85,11 @@ def _print_comparison(rows, data, args):
 def _attention_run(args, model, sentences):
     from .report import attention_report, load_attention_setup
 
-    progress = _progress(args, 6)
-    progress.step(f"loading {model}")
+    progress = _progress(args, None)
+    progress.note(f"loading {model}")  # before the number of samples, hence the total, is known
     setup = load_attention_setup(model, sentences, max_length=args.max_length)
     n_samples = len(setup["samples"])
-    progress.total = 6 + n_samples  # load, extract, one per sample, rank, prune, entropy, draw
+    progress.total = 5 + n_samples  # extract, one per sample, rank, prune, entropy, draw
     report = attention_report(setup, prune_steps=args.prune_steps, progress=progress)
     progress.done()
     report.meta["total time"] = f"{progress.elapsed():.1f} s"
