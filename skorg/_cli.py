@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["main"]
@@ -26,6 +27,27 @@ def _progress(args, total):
 
     # --quiet silences this command; otherwise skorg.set_config / SKORG_PROGRESS decide
     return Progress(total, enabled=False if args.quiet else None)
+
+
+@contextmanager
+def _model_bars(progress):
+    """Hugging Face's own bars (weights loading) follow ours: off under --quiet or
+    skorg.set_config(progress=False), back on afterwards."""
+    if progress.enabled:
+        yield
+        return
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # the caller reports the missing extra
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def _write(report, args, outputs=None):
@@ -87,7 +109,8 @@ def _attention_run(args, model, sentences):
 
     progress = _progress(args, None)
     progress.note(f"loading {model}")  # before the number of samples, hence the total, is known
-    setup = load_attention_setup(model, sentences, max_length=args.max_length)
+    with _model_bars(progress):
+        setup = load_attention_setup(model, sentences, max_length=args.max_length)
     n_samples = len(setup["samples"])
     progress.total = 5 + n_samples  # extract, one per sample, rank, prune, entropy, draw
     report = attention_report(setup, prune_steps=args.prune_steps, progress=progress)
@@ -184,7 +207,8 @@ def _paraproduct(args):
         sentences = read_sentences(args.text_file) if args.text_file else None
         progress = _progress(args, 4)
         progress.step(f"loading {args.model}")
-        setup = load_attention_setup(args.model, sentences and sentences[:2], max_length=24)
+        with _model_bars(progress):
+            setup = load_attention_setup(args.model, sentences and sentences[:2], max_length=24)
         extra = real_head_rows(setup, n_heads=args.n_heads, progress=progress)
         progress.done()
         label = f"{setup['label']}, sample 0, sparsest to least sparse head"

@@ -8,6 +8,7 @@ from numbers import Integral
 import numpy as np
 import scipy.sparse as sp
 
+from .._labels import axis_labels, container_kind, data_of, reorder_like
 from .._sparse_input import check_sparse_matrix
 from .._validation import check_finite_array
 from ..metrics import affinity_matrix
@@ -73,6 +74,10 @@ class QuestionnaireResult:
         partitions equal the previous tree of that axis).
     params : dict
         The resolved parameters.
+    names : list of (ndarray or None)
+        The labels of every axis in the organized order (the index and columns of a
+        DataFrame, the coordinates of a DataArray, the obs and var names of an AnnData);
+        None for an axis without labels.
     """
 
     trees: list
@@ -81,6 +86,34 @@ class QuestionnaireResult:
     distances: list
     history: list = field(default_factory=list)
     params: dict = field(default_factory=dict)
+    names: list = field(default_factory=list)
+
+    def organize(self, X):
+        """X with every axis in its organized order, as the same kind of container.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, DataFrame, DataArray or AnnData of the learned shape
+
+        Returns
+        -------
+        X_organized : the kind of X (labels follow their rows, columns and coordinates)
+        """
+        values = data_of(X)
+        shape = tuple(values.shape)
+        if shape != tuple(len(o) for o in self.orders):
+            raise ValueError(
+                f"X has shape {shape}, but the orders are for shape "
+                f"{tuple(len(o) for o in self.orders)}."
+            )
+        if container_kind(X) == "anndata":
+            return reorder_like(None, X, self.orders)
+        if sp.issparse(values):
+            return values.tocsr()[self.orders[0]][:, self.orders[1]]
+        arr = np.asarray(values)
+        for axis, order in enumerate(self.orders):
+            arr = np.take(arr, order, axis=axis)
+        return reorder_like(arr, X, self.orders)
 
 
 def resolve_params(preset=None, **given):
@@ -159,7 +192,9 @@ def questionnaire(
     Parameters
     ----------
     X : array-like of shape (n_0, n_1, ..., n_{d-1}), d >= 2, or sparse matrix
-        Finite values; every axis needs at least 2 entries. A SciPy sparse matrix
+        Finite values; every axis needs at least 2 entries. A DataFrame, DataArray or
+        AnnData gives its labels to ``result.names``, and ``result.organize(X)`` returns it
+        reordered. A SciPy sparse matrix
         (CSR or CSC, scanpy's usual ``adata.X``) is never densified on the dense-affinity
         path: the initial affinities come from its Gram products and the tree EMD builds
         its features a block of folders at a time within sklearn's ``working_memory``
@@ -249,6 +284,8 @@ def questionnaire(
         schedule=schedule,
         ordering=ordering,
     )
+    labels = axis_labels(X)
+    X = data_of(X)
     if sp.issparse(X):
         X = check_sparse_matrix(X, "X", min_rows=2) if check_input else X.tocsr()
     elif check_input:
@@ -347,4 +384,8 @@ def questionnaire(
         leaf_order(t, None if sp_axis else d, p["ordering"])
         for t, d, sp_axis in zip(trees, distances, sparse)
     ]
-    return QuestionnaireResult(trees, orders, affinities, distances, history, p)
+    names = [
+        None if axis_names is None else axis_names[order]
+        for axis_names, order in zip(labels or [None] * ndim, orders)
+    ]
+    return QuestionnaireResult(trees, orders, affinities, distances, history, p, names)

@@ -267,8 +267,14 @@ def scatter_embedding(coords, *, caption, labels=None, colors=None, color_label=
     fig = _figure(7.0, 5.2)
     ax = fig.subplots()
     limits = [_fenced_range(coords[:, k]) for k in range(2)]
-    shown = np.column_stack([np.clip(coords[:, k], limits[k][0], limits[k][1]) for k in range(2)])
-    outside = np.any(shown != coords, axis=1)
+    # far points sit just inside the border, where their whole marker shows
+    shown = coords.copy()
+    outside = np.zeros(coords.shape[0], dtype=bool)
+    for k, (lo, hi) in enumerate(limits):
+        beyond = (coords[:, k] < lo) | (coords[:, k] > hi)
+        inset = 0.03 * (hi - lo)
+        shown[beyond, k] = np.clip(coords[beyond, k], lo + inset, hi - inset)
+        outside |= beyond
     style = {"s": 36, "edgecolor": "k", "linewidth": 0.3}
     if colors is not None:
         codes, cmap, norm, categories = category_colors(colors)
