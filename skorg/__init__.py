@@ -2,13 +2,15 @@
 
 The estimators are re-exported here; the topical subpackages hold everything else:
 ``skorg.graphs``, ``skorg.trees``, ``skorg.metrics``, ``skorg.organize``, ``skorg.transforms``,
-``skorg.datasets``, and the optional ``skorg.attention`` and ``skorg.specialization``
-(which need torch and are imported only explicitly).
+``skorg.datasets``, ``skorg.io`` (file readers), and the optional ``skorg.attention`` and
+``skorg.specialization`` (which need torch and are imported only explicitly).
+``set_config(progress=False)`` silences every progress bar.
 """
 
 __version__ = "0.1.0.dev0"
 
 from . import datasets, graphs, metrics, organize, transforms, trees
+from ._config import config_context, get_config, set_config
 from .organize import QuestionnaireOrganizer, questionnaire
 from .transforms import ParaproductDecomposer, TreeHaarTransform
 from .trees import PartitionTree
@@ -19,11 +21,14 @@ __all__ = [
     "QuestionnaireOrganizer",
     "TreeHaarTransform",
     "__version__",
+    "config_context",
     "datasets",
+    "get_config",
     "graphs",
     "metrics",
     "organize",
     "questionnaire",
+    "set_config",
     "transforms",
     "trees",
 ]

@@ -12,6 +12,7 @@ import argparse
 import math
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["main"]
@@ -26,7 +27,29 @@ class UsageError(Exception):
 def _progress(args, total):
     from .report import Progress
 
-    return Progress(total, enabled=not args.quiet)
+    # --quiet silences this command; otherwise skorg.set_config / SKORG_PROGRESS decide
+    return Progress(total, enabled=False if args.quiet else None)
+
+
+@contextmanager
+def _model_bars(progress):
+    """Hugging Face's own bars (weights loading) follow ours: off under --quiet or
+    skorg.set_config(progress=False), back on afterwards."""
+    if progress.enabled:
+        yield
+        return
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # the caller reports the missing extra
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 # Lists the files of the last report written into a folder, so that the next run into the
@@ -167,14 +190,15 @@ def _print_comparison(rows, data, args):
 def _attention_run(args, model, sentences):
     from .report import attention_report, load_attention_setup
 
-    progress = _progress(args, 6)
-    progress.step(f"loading {model}")
-    setup = load_attention_setup(
-        model, sentences, max_length=args.max_length, n_organize=args.n_organize
-    )
+    progress = _progress(args, None)
+    progress.note(f"loading {model}")  # before the number of samples, hence the total, is known
+    with _model_bars(progress):
+        setup = load_attention_setup(
+            model, sentences, max_length=args.max_length, n_organize=args.n_organize
+        )
     n_samples = len(setup["samples"])
-    # load, extract, one per sample, rank, prune, entropy, every-head check, draw
-    progress.total = 7 + n_samples
+    # extract, one per sample, rank, prune, entropy, every-head check, draw
+    progress.total = 6 + n_samples
     report = attention_report(
         setup,
         prune_steps=args.prune_steps,
@@ -351,7 +375,8 @@ def _paraproduct(args):
         sentences = read_sentences(args.text_file) if args.text_file else None
         progress = _progress(args, 4)
         progress.step(f"loading {args.model}")
-        setup = load_attention_setup(args.model, sentences and sentences[:2], max_length=24)
+        with _model_bars(progress):
+            setup = load_attention_setup(args.model, sentences and sentences[:2], max_length=24)
         extra = real_head_rows(setup, n_heads=args.n_heads, progress=progress)
         progress.done()
         label = f"{setup['label']}, sample 0, sparsest to least sparse head"

@@ -209,11 +209,10 @@ def _is_single_batch(inputs):
 def _iterate(batches, progress):
     if not progress:
         return batches
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # the progress bar is a convenience, never a requirement
-        return batches
-    return tqdm(batches, desc="attention", total=len(batches))
+    # the library's one progress mechanism: off under skorg.set_config(progress=False)
+    from .._progress import progress_bar
+
+    return progress_bar(batches, desc="attention", total=len(batches), enabled=None)
 
 
 def _tokens_of(tokenizer, batch, kind):

@@ -8,6 +8,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 
+from .._labels import axis_labels, container_kind, data_of, reorder_like
 from .._sparse_input import check_sparse_matrix
 from .._validation import check_finite_array, pow2_scale
 from ..metrics import affinity_matrix
@@ -89,6 +90,10 @@ class QuestionnaireResult:
         ``"n_iter"`` (the cap), ``"unchanged"`` (a sweep changed no tree) or
         ``"objective"`` (a sweep did not lower the objective; the trees of the
         best sweep are returned).
+    names : list of (ndarray or None)
+        The labels of every axis in the organized order (the index and columns of a
+        DataFrame, the coordinates of a DataArray, the obs and var names of an AnnData);
+        None for an axis without labels.
     """
 
     trees: list
@@ -99,6 +104,34 @@ class QuestionnaireResult:
     params: dict = field(default_factory=dict)
     n_iter: int = 0
     stop_reason: str = "n_iter"
+    names: list = field(default_factory=list)
+
+    def organize(self, X):
+        """X with every axis in its organized order, as the same kind of container.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, DataFrame, DataArray or AnnData of the learned shape
+
+        Returns
+        -------
+        X_organized : the kind of X (labels follow their rows, columns and coordinates)
+        """
+        values = data_of(X)
+        shape = tuple(values.shape)
+        if shape != tuple(len(o) for o in self.orders):
+            raise ValueError(
+                f"X has shape {shape}, but the orders are for shape "
+                f"{tuple(len(o) for o in self.orders)}."
+            )
+        if container_kind(X) == "anndata":
+            return reorder_like(None, X, self.orders)
+        if sp.issparse(values):
+            return values.tocsr()[self.orders[0]][:, self.orders[1]]
+        arr = np.asarray(values)
+        for axis, order in enumerate(self.orders):
+            arr = np.take(arr, order, axis=axis)
+        return reorder_like(arr, X, self.orders)
 
 
 def resolve_params(preset=None, **given):
@@ -181,7 +214,9 @@ def questionnaire(
     Parameters
     ----------
     X : array-like of shape (n_0, n_1, ..., n_{d-1}), d >= 2, or sparse matrix
-        Finite values; every axis needs at least 2 entries. A SciPy sparse matrix
+        Finite values; every axis needs at least 2 entries. A DataFrame, DataArray or
+        AnnData gives its labels to ``result.names``, and ``result.organize(X)`` returns it
+        reordered. A SciPy sparse matrix
         (CSR or CSC, scanpy's usual ``adata.X``) is never densified on the dense-affinity
         path: the initial affinities come from its Gram products and the tree EMD builds
         its features a block of folders at a time within sklearn's ``working_memory``
@@ -291,6 +326,8 @@ def questionnaire(
         ordering=ordering,
         tree_method=tree_method,
     )
+    labels = axis_labels(X)
+    X = data_of(X)
     if sp.issparse(X):
         X = check_sparse_matrix(X, "X", min_rows=2) if check_input else X.tocsr()
     elif check_input:
@@ -468,8 +505,12 @@ def questionnaire(
     ]
     with np.errstate(over="ignore"):  # EMD values beyond the float64 range: inf, as exact
         distances = [None if d is None else d / scale for d in distances]  # X's units, exact
+    names = [
+        None if axis_names is None else axis_names[order]
+        for axis_names, order in zip(labels or [None] * ndim, orders)
+    ]
     return QuestionnaireResult(
-        trees, orders, affinities, distances, history, p, n_done, stop_reason
+        trees, orders, affinities, distances, history, p, n_done, stop_reason, names
     )
 
 

@@ -1,22 +1,31 @@
-"""A dependency-free progress bar for the command line's long steps."""
+"""The command line's numbered steps, drawn by the library's one progress mechanism (tqdm)."""
 
 from __future__ import annotations
 
 import sys
 import time
 
+from .._progress import progress_bar, progress_enabled
+
 __all__ = ["Progress"]
+
+_FORMAT = "[{n_fmt}/{total_fmt}] {desc} ({elapsed})"
 
 
 class Progress:
-    """Numbered steps drawn as a bar on a terminal, as plain lines elsewhere.
+    """Numbered steps of a long command, as a tqdm bar on ``stream``.
+
+    Each :meth:`step` names the step that starts and shows its number out of ``total``;
+    :meth:`note` shows a message without counting (for work done before the total is
+    known, such as loading a model).
 
     Parameters
     ----------
-    total : int
-        Number of steps.
+    total : int or None
+        Number of steps; it may be set later (``progress.total = n``), before the first step.
     stream : file, default=sys.stderr
-    enabled : bool, default=True
+    enabled : bool, optional
+        False draws nothing (``--quiet``); None follows ``skorg.get_config()["progress"]``.
 
     Examples
     --------
@@ -27,43 +36,58 @@ class Progress:
     >>> progress.step("loading")
     >>> progress.step("organizing")
     >>> progress.done()
-    >>> out.getvalue().splitlines()[0].startswith("[1/2] loading")
-    True
+    >>> [line.split(" (")[0] for line in out.getvalue().splitlines() if line][:2]
+    ['[1/2] loading', '[2/2] organizing']
     """
 
-    def __init__(self, total, *, stream=None, enabled=True):
-        self.total = int(total)
+    def __init__(self, total=None, *, stream=None, enabled=True):
+        self.total = None if total is None else int(total)
         self.stream = sys.stderr if stream is None else stream
-        self.enabled = enabled
+        self.enabled = progress_enabled(enabled)
         self.count = 0
         self.start = time.perf_counter()
-        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._bar = None
 
     def elapsed(self):
         return time.perf_counter() - self.start
 
+    def note(self, label):
+        """Show ``label`` without counting a step."""
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.set_description_str(label)
+        else:
+            self.stream.write(f"{label} ...\n")
+            self.stream.flush()
+
     def step(self, label):
         """Start the next step, named ``label``."""
-        self.count = min(self.count + 1, self.total)
+        self.count += 1
         if not self.enabled:
             return
-        seconds = f"{self.elapsed():5.1f} s"
-        if self._tty:
-            width = 24
-            filled = round(width * (self.count - 1) / max(self.total, 1))
-            bar = "#" * filled + "." * (width - filled)
-            line = f"\r[{bar}] {self.count}/{self.total} {label:<40.40} {seconds}"
-            self.stream.write(line)
-        else:
-            self.stream.write(f"[{self.count}/{self.total}] {label} ({seconds})\n")
-        self.stream.flush()
+        total = max(self.total or 0, self.count)
+        if self._bar is None:
+            self._bar = progress_bar(
+                total=total,
+                initial=self.count,
+                desc=label,
+                file=self.stream,
+                enabled=True,
+                bar_format=_FORMAT,
+                mininterval=0,
+                dynamic_ncols=True,
+            )
+            return
+        self._bar.total = total
+        self._bar.n = self.count
+        self._bar.set_description_str(label)  # redraws
 
     def done(self, label="done"):
-        if not self.enabled:
+        """Close the bar at its total."""
+        if not self.enabled or self._bar is None:
             return
-        if self._tty:
-            bar = "#" * 24
-            self.stream.write(
-                f"\r[{bar}] {self.total}/{self.total} {label:<40.40} {self.elapsed():5.1f} s\n"
-            )
-        self.stream.flush()
+        self._bar.n = self._bar.total
+        self._bar.set_description_str(label)
+        self._bar.close()
+        self._bar = None

@@ -195,3 +195,19 @@ def test_organizer_then_haar_in_a_pandas_pipeline(frame):
     back = pipe.inverse_transform(coefs)
     np.testing.assert_allclose(np.asarray(back), frame.to_numpy(), rtol=1e-12, atol=1e-12)
     assert list(back.columns) == list(frame.columns)
+
+
+def test_functional_twin_keeps_labels(frame):
+    from skorg.organize import questionnaire
+
+    result = questionnaire(frame, n_iter=1)
+    rows, cols = result.orders
+    np.testing.assert_array_equal(result.names[0], np.asarray(frame.index)[rows])
+    np.testing.assert_array_equal(result.names[1], np.asarray(frame.columns)[cols])
+    out = result.organize(frame)
+    assert isinstance(out, pd.DataFrame)
+    pd.testing.assert_frame_equal(out.loc[frame.index, frame.columns], frame)
+    np.testing.assert_array_equal(result.organize(frame.to_numpy()), out.to_numpy())
+    assert questionnaire(frame.to_numpy(), n_iter=1).names == [None, None]
+    with pytest.raises(ValueError, match="orders are for shape"):
+        result.organize(frame.to_numpy()[:5])

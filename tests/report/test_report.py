@@ -77,18 +77,70 @@ def test_matplotlib_figure_is_embedded_as_png():
     assert "pip install skorg[plot]" in Figure(None, "x").to_html()
 
 
-def test_progress_plain_lines_count_steps():
+def _drawn(out):
+    """The states a tqdm bar drew on a stream (tqdm redraws after a carriage return)."""
+    return [line.split(" (")[0] for line in out.getvalue().splitlines() if line.strip()]
+
+
+def test_progress_counts_steps_with_tqdm():
     import io
+
+    import skorg
 
     out = io.StringIO()
     progress = Progress(3, stream=out)
-    for label in ("a", "b", "c", "d"):  # an extra step stays at the total
+    for label in ("a", "b", "c"):
         progress.step(label)
-    lines = out.getvalue().splitlines()
-    assert [line.split(" (")[0] for line in lines] == ["[1/3] a", "[2/3] b", "[3/3] c", "[3/3] d"]
+    progress.done()
+    drawn = _drawn(out)
+    assert drawn[:3] == ["[1/3] a", "[2/3] b", "[3/3] c"] and drawn[-1] == "[3/3] done"
+    assert progress.count == progress.total == 3
+    out = io.StringIO()
+    progress = Progress(None, stream=out)
+    progress.note("loading")  # before the total is known: counted nowhere
+    progress.total = 2
+    progress.step("x")
+    progress.step("y")
+    progress.step("z")  # one step too many: the total follows, never "3/2"
+    assert _drawn(out)[:4] == ["loading ...", "[1/2] x", "[2/2] y", "[3/3] z"]
     quiet = io.StringIO()
     Progress(2, stream=quiet, enabled=False).step("x")
     assert quiet.getvalue() == ""
+    silenced = io.StringIO()
+    with skorg.config_context(progress=False):  # the library-level switch
+        Progress(2, stream=silenced, enabled=None).step("x")
+    assert silenced.getvalue() == ""
+
+
+def test_config_is_thread_local_and_checked():
+    import threading
+
+    import skorg
+
+    seen = {}
+    with skorg.config_context(progress=False):
+        worker = threading.Thread(target=lambda: seen.update(skorg.get_config()))
+        worker.start()
+        worker.join()
+        assert skorg.get_config()["progress"] is False
+    assert seen["progress"] is True
+    with pytest.raises(TypeError, match="progress must be True or False"):
+        skorg.set_config(progress="no")
+
+
+def test_progress_bar_follows_the_switch():
+    import io
+
+    import skorg
+    from skorg._progress import progress_bar
+
+    out = io.StringIO()
+    assert list(progress_bar(range(3), file=out, mininterval=0)) == [0, 1, 2]
+    assert "3/3" in out.getvalue()
+    out = io.StringIO()
+    with skorg.config_context(progress=False):
+        assert list(progress_bar(range(3), file=out)) == [0, 1, 2]
+    assert out.getvalue() == ""
 
 
 def _chromium():
