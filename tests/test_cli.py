@@ -118,6 +118,10 @@ def test_demo_minilm_writes_every_table_and_figure(minilm_report):
         "paraproduct_residuals",
         "paraproduct_survey",
         "paraproduct_survey_heads",
+        "sensitivity_k",
+        "sensitivity_fraction",
+        "sensitivity_n_batches",
+        "sensitivity_tolerance",
     }
     assert set(tables) == expected
     for name in expected:
@@ -175,6 +179,11 @@ def test_demo_minilm_carries_every_interval_and_p_value(minilm_report):
     assert survey["exact"]["share_within"] == 1.0
     assert len(data["tables"]["paraproduct_survey_heads"]) == 4 * 72
     assert any(line.startswith("Eq. 18 over all 72 heads") for line in data["summary"])
+    k_rows = {r["value"]: r for r in data["tables"]["sensitivity_k"]}
+    assert sorted(k_rows) == [100, 200, 400, 800]
+    assert k_rows[400]["spearman_vs_default"] == pytest.approx(1.0)
+    tol = {r["value"]: r for r in data["tables"]["sensitivity_tolerance"]}
+    assert tol[0.1]["softmax_collapsed_share"] == survey["softmax_collapsed"]["share_within"]
 
 
 def test_demo_minilm_paraproduct_numbers_match_the_library(minilm_report):
