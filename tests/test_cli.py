@@ -128,8 +128,8 @@ def test_demo_minilm_writes_every_table_and_figure(minilm_report):
         assert (folder / f"{name}.csv").is_file()
     html = (folder / "index.html").read_text()
     # heatmaps, head tree, embedding, score grids, head entropies, pruning curves with
-    # bands, corner-block plot
-    assert html.count('<img src="data:image/png;base64,') == 7
+    # bands, corner-block plot, reconstructions of one head, mixed terms across scales
+    assert html.count('<img src="data:image/png;base64,') == 9
     heads = tables["head_scores"]
     assert len(heads) == 72  # 6 layers x 12 heads
     for key in ("rank_sparsity", "rank_attention_entropy", "rank_confidence", "rank_gradient"):
@@ -525,7 +525,8 @@ def test_compare_two_local_models_writes_the_report(capsys, tmp_path):
     assert main_row["p_value"] >= 2 / 16
     assert "not distinguishable" in data["summary"][2]
     html = (out_dir / "index.html").read_text()
-    assert html.count('<img src="data:image/png;base64,') == 3  # layers, two head trees
+    # top coefficients, layers, two head trees
+    assert html.count('<img src="data:image/png;base64,') == 4
 
 
 def test_compare_layer_sets_of_one_model_and_mistakes(capsys, tmp_path):

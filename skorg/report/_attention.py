@@ -742,6 +742,24 @@ def _build(
         survey = tests["survey"]
         report.summary.append(survey_sentence(survey))
         s = report.sections[-1]
+        h = picks[0]
+        keep = maps.valid_tokens(0)
+        f = np.asarray(maps.logits[0], dtype=float).reshape(-1, *maps.logits.shape[3:])[h]
+        f = f[np.ix_(keep, keep)]
+        if np.all(np.isfinite(f)):
+            caption = (
+                f"Head {names[h]} (sparsest), sample 0, organized trees: softmax of its logits "
+                "beside the four reconstructions (the paper's Fig. 2), and the size of the "
+                "mixed terms across scales (Fig. 4)."
+            )
+            try:
+                from ._plots import plot_paraproduct_reconstructions, plot_scale_coefficients
+
+                kw = {"row_tree": org.trees_[0], "column_tree": org.trees_[1]}
+                s.figure(Figure.from_matplotlib(plot_paraproduct_reconstructions(f, **kw), caption))
+                s.figure(Figure.from_matplotlib(plot_scale_coefficients(f, **kw), caption))
+            except ImportError:
+                s.figure(Figure(None, caption))
         s.text(
             survey_sentence(survey)
             + " Per variant over every head of sample 0 on its organized trees: median and "
