@@ -197,8 +197,8 @@ def _attention_run(args, model, sentences):
             model, sentences, max_length=args.max_length, n_organize=args.n_organize
         )
     n_samples = len(setup["samples"])
-    # extract, one per sample, rank, prune, entropy, every-head check, draw
-    progress.total = 6 + n_samples
+    # extract, one per sample, rank, prune, entropy, every-head check, sweep, draw
+    progress.total = 7 + n_samples
     report = attention_report(
         setup,
         prune_steps=args.prune_steps,

@@ -119,14 +119,18 @@ def test_demo_minilm_writes_every_table_and_figure(minilm_report):
         "paraproduct_residuals",
         "paraproduct_survey",
         "paraproduct_survey_heads",
+        "sensitivity_k",
+        "sensitivity_fraction",
+        "sensitivity_n_batches",
+        "sensitivity_tolerance",
     }
     assert set(tables) == expected
     for name in expected:
         assert (folder / f"{name}.csv").is_file()
     html = (folder / "index.html").read_text()
     # heatmaps, head tree, embedding, score grids, head entropies, pruning curves with
-    # bands, corner-block plot
-    assert html.count('<img src="data:image/png;base64,') == 7
+    # bands, corner-block plot, reconstructions of one head, mixed terms across scales
+    assert html.count('<img src="data:image/png;base64,') == 9
     heads = tables["head_scores"]
     assert len(heads) == 72  # 6 layers x 12 heads
     for key in ("rank_sparsity", "rank_attention_entropy", "rank_confidence", "rank_gradient"):
@@ -176,6 +180,11 @@ def test_demo_minilm_carries_every_interval_and_p_value(minilm_report):
     assert survey["exact"]["share_within"] == 1.0
     assert len(data["tables"]["paraproduct_survey_heads"]) == 4 * 72
     assert any(line.startswith("Eq. 18 over all 72 heads") for line in data["summary"])
+    k_rows = {r["value"]: r for r in data["tables"]["sensitivity_k"]}
+    assert sorted(k_rows) == [100, 200, 400, 800]
+    assert k_rows[400]["spearman_vs_default"] == pytest.approx(1.0)
+    tol = {r["value"]: r for r in data["tables"]["sensitivity_tolerance"]}
+    assert tol[0.1]["softmax_collapsed_share"] == survey["softmax_collapsed"]["share_within"]
 
 
 def test_demo_minilm_paraproduct_numbers_match_the_library(minilm_report):
@@ -585,7 +594,8 @@ def test_compare_two_local_models_writes_the_report(capsys, tmp_path):
     assert main_row["p_value"] >= 2 / 16
     assert "not distinguishable" in data["summary"][2]
     html = (out_dir / "index.html").read_text()
-    assert html.count('<img src="data:image/png;base64,') == 3  # layers, two head trees
+    # top coefficients, layers, two head trees
+    assert html.count('<img src="data:image/png;base64,') == 4
 
 
 def test_compare_layer_sets_of_one_model_and_mistakes(capsys, tmp_path):

@@ -28,6 +28,7 @@ from ._rank import (
     rank_heads,
     ranking_stability,
 )
+from ._sensitivity import sensitivity_sweep
 
 __all__ = [
     "AttentionMaps",
@@ -49,6 +50,7 @@ __all__ = [
     "prune_curves",
     "rank_heads",
     "ranking_stability",
+    "sensitivity_sweep",
     "softmax_invariance_survey",
     "stdlib_sentences",
 ]

@@ -24,7 +24,13 @@ from ._paraproduct import (
     reviewers_rows,
     verdict_rows,
 )
-from ._plots import plot_head_entropies, plot_pruning_curves
+from ._plots import (
+    plot_head_entropies,
+    plot_paraproduct_reconstructions,
+    plot_pruning_curves,
+    plot_scale_coefficients,
+    plot_top_coefficients,
+)
 from ._progress import Progress
 
 __all__ = [
@@ -48,7 +54,10 @@ __all__ = [
     "organized_logit_rows",
     "paraproduct_report",
     "plot_head_entropies",
+    "plot_paraproduct_reconstructions",
     "plot_pruning_curves",
+    "plot_scale_coefficients",
+    "plot_top_coefficients",
     "read_sentences",
     "require_attention",
     "reviewers_rows",

@@ -206,6 +206,7 @@ def attention_report(
     n_random=5,
     n_resamples=2000,
     random_state=0,
+    sensitivity=True,
     progress=None,
 ):
     """Analyse the heads of one model and return the :class:`~skorg.report.Report`.
@@ -229,6 +230,9 @@ def attention_report(
     n_resamples : int, default=2000
         Bootstrap resamples and null draws.
     random_state : int, default=0
+    sensitivity : bool, default=True
+        Add the sweep of the thresholds the paper fixed (:func:`~skorg.attention.sensitivity_sweep`:
+        support sizes, set fractions, number of inputs, the Eq. 18 tolerance).
     progress : Progress, optional
 
     Returns
@@ -246,6 +250,7 @@ def attention_report(
         prune_curves,
         rank_heads,
         ranking_stability,
+        sensitivity_sweep,
         softmax_invariance_survey,
     )
     from skorg.metrics import diffusion_embedding
@@ -335,7 +340,18 @@ def attention_report(
         survey = softmax_invariance_survey(
             maps, org.trees_[:2], n_resamples=n_resamples, random_state=random_state
         )
+    sweep = []
+    if sensitivity:
+        step("sensitivity to the thresholds")
+        sweep = sensitivity_sweep(
+            maps,
+            [o.trees_[:2] for o in organizers],
+            survey=survey,
+            n_resamples=min(n_resamples, 1000),
+            random_state=random_state,
+        )
     tests = {
+        "sweep": sweep,
         "entropy": entropy_test_rows(entropy_rows, random_state=random_state),
         "heads": head_entropy_rows(names, sparsity, token_sparsity, random_state=random_state)
         if n_samples > 1
@@ -731,6 +747,24 @@ def _build(
         survey = tests["survey"]
         report.summary.append(survey_sentence(survey))
         s = report.sections[-1]
+        h = picks[0]
+        keep = maps.valid_tokens(0)
+        f = np.asarray(maps.logits[0], dtype=float).reshape(-1, *maps.logits.shape[3:])[h]
+        f = f[np.ix_(keep, keep)]
+        if np.all(np.isfinite(f)):
+            caption = (
+                f"Head {names[h]} (sparsest), sample 0, organized trees: softmax of its logits "
+                "beside the four reconstructions (the paper's Fig. 2), and the size of the "
+                "mixed terms across scales (Fig. 4)."
+            )
+            try:
+                from ._plots import plot_paraproduct_reconstructions, plot_scale_coefficients
+
+                kw = {"row_tree": org.trees_[0], "column_tree": org.trees_[1]}
+                s.figure(Figure.from_matplotlib(plot_paraproduct_reconstructions(f, **kw), caption))
+                s.figure(Figure.from_matplotlib(plot_scale_coefficients(f, **kw), caption))
+            except ImportError:
+                s.figure(Figure(None, caption))
         s.text(
             survey_sentence(survey)
             + " Per variant over every head of sample 0 on its organized trees: median and "
@@ -755,4 +789,25 @@ def _build(
                 max_rows=12,
             )
         )
+    if tests["sweep"]:
+        s = report.section("Sensitivity to the fixed thresholds")
+        s.text(
+            "The paper fixed the support size of the entropy (400 coefficients), the 10% sets "
+            "of the stability test, the number of inputs and the 10% tolerance of the Eq. 18 "
+            "verdict. Each row changes one of them: for k, the agreement of the sparsity "
+            "ranking with k = 400 (Spearman, and the Jaccard overlap of the 10% pruned "
+            "first); for the fraction and the number of inputs, the stability of the top and "
+            "bottom sets against random rankings; for the tolerance, the share of heads "
+            "within it for every variant (95% bootstrap interval over heads)."
+        )
+        for parameter in ("k", "fraction", "n_batches", "tolerance"):
+            rows = [r for r in tests["sweep"] if r["parameter"] == parameter]
+            if rows:
+                s.table(
+                    Table(
+                        f"sensitivity_{parameter}",
+                        rows,
+                        caption=f"Sweep of {parameter}",
+                    )
+                )
     return report

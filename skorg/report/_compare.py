@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from . import _figures as figs
-from ._html import Report, Table
+from ._html import Figure, Report, Table
 
 __all__ = ["compare_report"]
 
@@ -231,6 +231,19 @@ def compare_report(
         s.table(
             Table("layer_comparison", paired_layers, caption="Layer by layer: a minus b, paired")
         )
+    caption = "Largest tri-Haar coefficients of input 0 of both networks (the paper's Fig. 6)."
+    try:
+        from skorg.attention import network_tensor
+
+        from ._plots import plot_top_coefficients
+
+        nets = {
+            key: (network_tensor(maps, 0)[0], orgs[0].trees_)
+            for key, maps, orgs in (("a", maps_a, org_a), ("b", maps_b, org_b))
+        }
+        s.figure(Figure.from_matplotlib(plot_top_coefficients(nets), caption))
+    except ImportError:
+        s.figure(Figure(None, caption))
     s = report.section("Head trees side by side")
     for key, maps, orgs in (("a", maps_a, org_a), ("b", maps_b, org_b)):
         tree = orgs[0].trees_[2]

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_head_entropies", "plot_pruning_curves"]
+__all__ = [
+    "plot_head_entropies",
+    "plot_paraproduct_reconstructions",
+    "plot_pruning_curves",
+    "plot_scale_coefficients",
+    "plot_top_coefficients",
+]
 
 
 def _new_figure(width, height):
@@ -121,6 +127,154 @@ def plot_head_entropies(values, *, labels=None, title="per-head entropy"):
         ax.set_xticks(x, [str(labels[i]) for i in order], rotation=90, fontsize=7)
     ax.set_xlabel("head (sorted by the first series)")
     ax.set_ylabel("l1 entropy")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_paraproduct_reconstructions(f, *, row_tree=None, column_tree=None, title=""):
+    """softmax(f) beside its exact, true-derivative, paper and collapsed reconstructions.
+
+    The paper's Fig. 2 for one head: the telescoping sum (exact), the paraproduct with the
+    true softmax derivatives, the paper's ``A' = A'' = exp`` and the collapsed Eq. 18
+    (``A' = A'' = 1``), each with its relative error in the panel title.
+
+    Parameters
+    ----------
+    f : array-like of shape (n_queries, n_keys)
+        Logits of one head.
+    row_tree, column_tree : PartitionTree, optional
+        The organized trees (default: dyadic trees on the given order).
+    title : str
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        Five image axes (softmax and the four reconstructions) with one colour scale.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.report import plot_paraproduct_reconstructions
+    >>> f = np.random.default_rng(0).normal(size=(8, 8))
+    >>> fig = plot_paraproduct_reconstructions(f)
+    >>> [len(ax.images) for ax in fig.axes[:5]]
+    [1, 1, 1, 1, 1]
+    """
+    from skorg.transforms import paraproduct_decomposition
+
+    f = np.asarray(f, dtype=np.float64)
+    kw = {"row_tree": row_tree, "column_tree": column_tree, "keep_terms": False}
+    true = paraproduct_decomposition(f, "softmax", **kw)
+    target = true.values
+    panels = [("softmax(f)", target), ("exact telescoping", true.reconstruct())]
+    panels.append(("true derivatives", true.approximation))
+    for name, label in (("softmax_exp", "paper (A' = A'' = exp)"),
+                        ("softmax_collapsed", "Eq. 18 (A' = A'' = 1)")):  # fmt: skip
+        panels.append((label, paraproduct_decomposition(f, name, **kw).approximation))
+    norm = np.linalg.norm(target)
+    fig = _new_figure(15.0, 3.4)
+    axes = fig.subplots(1, 5)
+    vmin, vmax = float(target.min()), float(target.max())
+    image = None
+    for ax, (label, M) in zip(axes, panels):
+        image = ax.imshow(M, cmap="viridis", vmin=vmin, vmax=vmax, interpolation="nearest")
+        err = np.linalg.norm(M - target) / norm if norm > 0 else 0.0
+        ax.set_title(label if M is target else f"{label}\nrel. error {err:.2g}", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.colorbar(image, ax=list(axes), shrink=0.8, label="attention weight")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def plot_scale_coefficients(f, *, row_tree=None, column_tree=None, title=""):
+    """Size of the mixed expansion terms ``D_{j,j'}`` of softmax(f) across scales (Fig. 4).
+
+    Parameters
+    ----------
+    f : array-like of shape (n_queries, n_keys)
+    row_tree, column_tree : PartitionTree, optional
+    title : str
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        One image axes: ``log10 ||D_{j,j'}||`` relative to ``||softmax(f)||`` over the
+        column scale ``j`` and the row scale ``j'``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.report import plot_scale_coefficients
+    >>> fig = plot_scale_coefficients(np.random.default_rng(0).normal(size=(8, 8)))
+    >>> len(fig.axes[0].images)
+    1
+    """
+    from skorg.transforms import paraproduct_decomposition
+
+    res = paraproduct_decomposition(
+        np.asarray(f, dtype=np.float64), "softmax", row_tree=row_tree, column_tree=column_tree,
+        keep_terms=False,
+    )  # fmt: skip
+    norm = np.linalg.norm(res.values)
+    rel = res.mixed_norms / (norm if norm > 0 else 1.0)
+    with np.errstate(divide="ignore"):
+        shown = np.where(rel > 0, np.log10(np.where(rel > 0, rel, 1.0)), np.nan)
+    fig = _new_figure(5.2, 4.2)
+    ax = fig.subplots()
+    image = ax.imshow(shown.T, origin="lower", cmap="magma", interpolation="nearest")
+    fig.colorbar(image, ax=ax, label="log10 ||D_{j,j'}|| / ||softmax(f)||")
+    ax.set_xlabel("column (key) scale j")
+    ax.set_ylabel("row (query) scale j'")
+    ax.set_title(title or "mixed terms across scales", fontsize=10)
+    return fig
+
+
+def plot_top_coefficients(networks, *, k=400, title="largest tri-Haar coefficients"):
+    """Sorted magnitudes of the largest tri-Haar coefficients of several networks (Fig. 6).
+
+    Parameters
+    ----------
+    networks : mapping of name -> (X, trees)
+        A query x key x head tensor and its three trees.
+    k : int, default=400
+        Coefficients shown per network.
+    title : str
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        One axes with a line per network: ``|C|`` divided by ``||X||`` in decreasing order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skorg.report import plot_top_coefficients
+    >>> from skorg.trees import dyadic_tree
+    >>> X = np.random.default_rng(0).random((4, 4, 2))
+    >>> trees = [dyadic_tree(n) for n in X.shape]
+    >>> fig = plot_top_coefficients({"a": (X, trees), "b": (X ** 2, trees)}, k=10)
+    >>> len(fig.axes[0].lines)
+    2
+    """
+    from skorg.transforms import trihaar_transform
+
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}.")
+    fig = _new_figure(6.5, 4.2)
+    ax = fig.subplots()
+    for name, (X, trees) in networks.items():
+        X = np.asarray(X, dtype=np.float64)
+        C = np.abs(trihaar_transform(X, *trees)).reshape(-1)
+        norm = np.linalg.norm(X)
+        top = np.sort(C)[::-1][:k] / (norm if norm > 0 else 1.0)
+        ax.plot(np.arange(1, top.size + 1), top, label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("rank of the coefficient")
+    ax.set_ylabel("|coefficient| / ||X||")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
