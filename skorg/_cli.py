@@ -227,12 +227,19 @@ def _demo(args):
 
 
 def _attention(args):
-    from .report import read_sentences
+    from .report import InputError, MissingExtraError, read_sentences
 
     sentences = None
     if args.text_file is not None:
         sentences = read_sentences(args.text_file)[: args.max_sentences]
-    _attention_run(args, args.model, sentences)
+    try:
+        _attention_run(args, args.model, sentences)
+    except (InputError, MissingExtraError):
+        raise
+    except (TypeError, RuntimeError, ValueError, NotImplementedError) as exc:
+        # a model family whose attention cannot be read or analysed: one line, exit code 2
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"cannot analyse the attention of {args.model}: {first}") from exc
     return 0
 
 

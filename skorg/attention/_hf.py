@@ -35,6 +35,14 @@ _LOCKS = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
 
 
+def is_seq2seq(model):
+    """An encoder-decoder model with both stacks (not one stack of it, such as BartEncoder)."""
+    if not getattr(model.config, "is_encoder_decoder", False):
+        return False
+    tops = {name.split(".")[0] for name, _ in model.named_children()}
+    return "encoder" in tops and "decoder" in tops
+
+
 def family(model):
     config = getattr(model, "config", None)
     return getattr(config, "model_type", None) or type(model).__name__
@@ -170,7 +178,7 @@ class _Capture(Session):
 
     def plan_from_names(self):
         """Without output_attentions: every 4-D softmax of the model, labelled by module name."""
-        encoder_decoder = bool(getattr(self.model.config, "is_encoder_decoder", False))
+        encoder_decoder = is_seq2seq(self.model)
         counts, plan, modules = {}, [], set()
         for module, _, probs in self.probe:
             if probs.dim() != 4:
@@ -287,7 +295,7 @@ def gating_plan(model):
     """Number of layers and heads of every kind of attention of a transformers model."""
     config = model.config
     kinds = {}
-    if getattr(config, "is_encoder_decoder", False):
+    if is_seq2seq(model):
         enc = _first(config, ("encoder_layers", "num_layers", "num_hidden_layers"))
         dec = _first(config, ("decoder_layers", "num_decoder_layers", "num_layers"))
         h_enc = _first(config, ("encoder_attention_heads", "num_heads", "num_attention_heads"))
@@ -326,7 +334,7 @@ class Gating(Session):
         super().__init__(model, this_thread_only=False)
         self.gates = gates  # kind -> tensor (n_layers, n_heads) or None
         self.layouts = layouts
-        self.encoder_decoder = bool(getattr(model.config, "is_encoder_decoder", False))
+        self.encoder_decoder = is_seq2seq(model)
         self.counts = threading.local()
         self.kinds = {}
 

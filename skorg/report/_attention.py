@@ -117,6 +117,10 @@ def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0
     elif Path(name).is_dir():
         net, tokenizer = _load_local(name)
         label = f"local model {name}"
+        if getattr(net.config, "is_encoder_decoder", False) and hasattr(net, "get_encoder"):
+            # the report analyses one self-attention stack: that of the encoder
+            net = net.get_encoder().eval()
+            label = f"encoder of the local model {name}"
     else:
         raise InputError(
             f"unknown model {name!r}: expected 'minilm', 'digits-vit' or a local Hugging Face "
@@ -407,10 +411,39 @@ def head_paraproduct_rows(maps, org, picks, sample=0):
     rows = []
     for h in picks:
         f = logits[h][np.ix_(keep, keep)]
+        allowed = np.isfinite(f)
+        if not allowed.all():
+            # a causal or windowed head: its masked logits are -inf, which no expansion takes;
+            # analyse the largest block of queries x keys that the mask allows, in token order
+            r, c = unmasked_block(allowed)
+            if len(r) < 2 or len(c) < 2:
+                continue
+            label = f"unmasked {len(r)} x {len(c)} block of a masked head, token order"
+            for row in softmax_invariance_check(f[np.ix_(r, c)]):
+                rows.append({"case": f"head {names[h]}, {label}", **row})
+            continue
         for label, (rt, ct) in (("organized trees", org.trees_[:2]), ("token order", (None, None))):
             for row in softmax_invariance_check(f, row_tree=rt, column_tree=ct):
                 rows.append({"case": f"head {names[h]}, {label}", **row})
     return rows
+
+
+def unmasked_block(allowed):
+    """Rows and columns of a large all-allowed block of a boolean mask (queries x keys).
+
+    For every row as pivot, its allowed columns and the rows that allow all of them form an
+    all-allowed block; the largest one is returned (for a causal mask of n tokens, the last
+    n/2 queries against the first n/2 keys).
+    """
+    best = (np.array([], dtype=int), np.array([], dtype=int))
+    for i in range(allowed.shape[0]):
+        cols = np.flatnonzero(allowed[i])
+        if not len(cols):
+            continue
+        rows = np.flatnonzero(allowed[:, cols].all(axis=1))
+        if len(rows) * len(cols) > len(best[0]) * len(best[1]):
+            best = (rows, cols)
+    return best
 
 
 def real_head_rows(setup, n_heads=3, progress=None):

@@ -236,3 +236,69 @@ def test_two_models_in_two_threads_are_both_correct():
     assert not errors and not wrong
     # and a forward pass in another thread is never recorded into this extraction
     assert sum(len(m._forward_pre_hooks) for m in m1.modules()) == 0
+
+
+def _custom_eager(post=None):
+    """BERT's eager attention with a softmax skorg cannot see, or a change after it."""
+
+    def hidden(scores, dim):  # a softmax by hand, as a custom kernel would compute it
+        e = (scores - scores.amax(dim, keepdim=True)).exp()
+        return e / e.sum(dim, keepdim=True)
+
+    def eager_attention_forward(module, query, key, value, attention_mask, scaling=None,
+                                dropout=0.0, **kwargs):  # fmt: skip
+        scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+        if attention_mask is not None:
+            scores = scores + attention_mask
+        if post is None:
+            weights = hidden(scores, dim=-1)
+        else:
+            weights = post(torch.nn.functional.softmax(scores, dim=-1))
+        return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+    return eager_attention_forward
+
+
+def test_a_hidden_softmax_is_read_through_output_attentions(monkeypatch):
+    import transformers.models.bert.modeling_bert as modeling_bert
+
+    model, batch, _ = bert()
+    reference = extract_attention(model, batch)
+    monkeypatch.setattr(modeling_bert, "eager_attention_forward", _custom_eager())
+    maps = extract_attention(model, [batch, batch])
+    assert maps.logits is None and "logits unavailable" in maps.source
+    np.testing.assert_allclose(maps.probs[:2], reference.probs, atol=1e-6)
+    np.testing.assert_array_equal(maps.mask[:2], reference.mask)
+
+
+def test_a_model_that_changes_its_softmax_output_is_refused(monkeypatch):
+    import transformers.models.bert.modeling_bert as modeling_bert
+
+    model, batch, _ = bert()
+    custom = _custom_eager(post=lambda p: p.pow(2))  # what it returns is not the softmax
+    monkeypatch.setattr(modeling_bert, "eager_attention_forward", custom)
+    match = r"bert: the softmax skorg intercepts differs .* > 1e-05"
+    with pytest.raises(RuntimeError, match=match):
+        extract_attention(model, batch)
+
+
+def test_gates_have_the_gradient_of_the_model():
+    model, batch, _ = gpt2()
+    model = model.double()
+    gates = torch.ones(2, 4, dtype=torch.float64, requires_grad=True)
+
+    def loss(g):
+        from skorg.attention import gate_heads
+
+        with gate_heads(model, g):
+            return model(**batch).last_hidden_state.pow(2).mean()
+
+    loss(gates).backward()
+    eps = 1e-5
+    for layer, head in [(0, 1), (1, 3)]:
+        up, down = torch.ones(2, 4, dtype=torch.float64), torch.ones(2, 4, dtype=torch.float64)
+        up[layer, head] += eps
+        down[layer, head] -= eps
+        with torch.no_grad():
+            numeric = (loss(up) - loss(down)) / (2 * eps)
+        torch.testing.assert_close(gates.grad[layer, head], numeric, rtol=1e-5, atol=1e-9)

@@ -1,0 +1,75 @@
+"""``skorg attention --model DIR`` end to end on local directories of several families."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from skorg._cli import main
+
+from .families import gpt2, t5
+from .test_sources import _save_tokenizer
+
+
+def _save(build, path):
+    model, _, _ = build()
+    if build is gpt2:  # what users save: the language model, with its head
+        from transformers import GPT2LMHeadModel
+
+        torch.manual_seed(0)
+        model = GPT2LMHeadModel(model.config).eval()
+    model.save_pretrained(path)
+    _save_tokenizer(path, 60)
+    text = path / "text.txt"
+    text.write_text("w1 w2 w3 w4 w5 w6\nw7 w8 w9\n")
+    return text
+
+
+# a causal language model (masked logits in every analysis) and an encoder-decoder; the other
+# families go through the same extraction, tested in test_families.py
+@pytest.mark.parametrize("build", [gpt2, t5], ids=lambda b: b.__name__)
+def test_attention_command_on_a_local_directory(build, tmp_path, capsys):
+    model_dir = tmp_path / build.__name__
+    text = _save(build, model_dir)
+    out_dir = tmp_path / "out"
+    argv = ["attention", "--model", model_dir, "--text-file", text, "--max-length", 8]
+    code = main([str(a) for a in [*argv, "--prune-steps", 2, "-o", out_dir, "--quiet"]])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    results = json.loads((out_dir / "results.json").read_text())
+    heads = results["tables"]["head_scores"]
+    assert len(heads) == 2 * 4  # two layers of four heads
+    for row in heads:  # every score is a number: nothing broke on masked logits
+        assert all(np.isfinite(v) for v in row.values() if isinstance(v, float))
+    cases = {r["case"] for r in results["tables"]["paraproduct_residuals"]}
+    assert cases
+    causal = build is gpt2
+    # causal heads: only their unmasked block is analysed, and the table says so
+    assert all(("unmasked" in c) == causal for c in cases if c.startswith("head")), cases
+    if build is t5:
+        assert "encoder of the local model" in results["summary"][0]
+
+
+def test_attention_command_on_a_model_without_attention_exits_2(tmp_path, capsys):
+    import transformers
+    from transformers import MambaConfig, MambaModel
+
+    torch.manual_seed(0)
+    config = MambaConfig(vocab_size=60, hidden_size=16, num_hidden_layers=1, state_size=4)
+    model_dir = tmp_path / "mamba"
+    MambaModel(config).save_pretrained(model_dir)
+    _save_tokenizer(model_dir, 60)
+    text = model_dir / "text.txt"
+    text.write_text("w1 w2 w3\n")
+    argv = ["attention", "--model", model_dir, "--text-file", text, "--max-length", 6]
+    level = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # its kernel notices are not skorg's output
+    try:
+        code = main([str(a) for a in [*argv, "-o", tmp_path / "out", "--quiet"]])
+    finally:
+        transformers.logging.set_verbosity(level)
+    _, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("skorg: error: cannot analyse the attention of") and "mamba" in last
