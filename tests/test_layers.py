@@ -25,6 +25,8 @@ LAYERS = {
     "skorg._selection": 0,
     "skorg._labels": 0,
     "skorg._sparse_input": 0,
+    "skorg._config": 0,
+    "skorg._progress": 0,
     "skorg.graphs": 1,
     "skorg.stats": 1,  # intervals and tests: plain arrays, nothing of the geometry
     "skorg.io": 1,  # file readers: plain (labelled) arrays
@@ -37,6 +39,7 @@ LAYERS = {
     "skorg.specialization": 5,
     "skorg.report": 6,
     "skorg._cli": 6,
+    "skorg._warmup": 6,  # compiles the kernels by running the estimators on small data
     "skorg.__main__": 6,
     "skorg": 7,  # the package face re-exports from everything
 }
