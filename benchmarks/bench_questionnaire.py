@@ -8,6 +8,12 @@ the imports and the warm-up) above the resident set at the start of the run.
 
     python benchmarks/bench_questionnaire.py                # all cases
     python benchmarks/bench_questionnaire.py 2d_512 3d_256  # some
+    python benchmarks/bench_questionnaire.py --trees        # float32 vs float64 trees
+
+``--trees`` counts, on the reference cases of ``tests/data`` and on the benchmark inputs,
+how often ``emd_dtype="float32"`` gives other trees than float64: every (iteration, axis) tree
+of the questionnaire's history is compared as an ordered tree (equal partitions and leaf
+order) and as nested partitions.
 """
 
 from __future__ import annotations
@@ -130,6 +136,50 @@ def run_one(name, impl):
     print(json.dumps({"seconds": seconds, "peak_mb": _peak_mb() - base_mb}))
 
 
+TREE_CASES = [
+    # (label, source, options): source is a tests/data case or a benchmark CASES name
+    ("ref quest2d_holder (jacobi)", "quest2d_holder", dict(preset="paper_2d_holder",
+                                                         schedule="jacobi")),
+    ("ref quest2d_plain", "quest2d_plain", dict(n_iter=3, emd_alpha=0.0, emd_beta=1.0)),
+    ("ref quest3d (reference_3d)", "quest3d", dict(preset="paper_3d_heads",
+                                                 schedule="reference_3d")),
+    ("ref quest3d (alternating)", "quest3d", dict(preset="paper_3d_heads")),
+    ("bench 2d_256", "2d_256", None),
+    ("bench 2d_512", "2d_512", None),
+    ("bench 3d_128x128x72", "3d_128x128x72", None),
+    ("bench 3d_256x256x128", "3d_256x256x128", None),
+    ("bench 3d_256x256x128_ref", "3d_256x256x128_ref", None),
+]  # fmt: skip
+
+
+def compare_trees():
+    """float32 against float64 tree EMD: how many history trees differ."""
+    sys.path.insert(0, str(ROOT))
+    from skorg.organize import questionnaire
+
+    print(f"{'case':<30}{'trees':>6}{'ordered equal':>15}{'partitions equal':>18}")
+    total = [0, 0, 0]
+    for label, source, options in TREE_CASES:
+        if options is None:
+            _, kind, shape, n_iter, schedule, _ = next(c for c in CASES if c[0] == source)
+            X = bench_input(kind, shape)
+            preset = "paper_2d_holder" if kind == "2d" else "paper_3d_heads"
+            options = dict(preset=preset, schedule=schedule, n_iter=n_iter)
+        else:
+            with np.load(ROOT / "tests" / "data" / f"{source}.npz") as z:
+                X = z["X"]
+        runs = {}
+        for dtype in ("float64", "float32"):
+            res = questionnaire(X, emd_dtype=dtype, **options)
+            runs[dtype] = {(h["iteration"], h["axis"]): h["tree"] for h in res.history}
+        keys = sorted(runs["float64"])
+        ordered = sum(runs["float32"][k] == runs["float64"][k] for k in keys)
+        nested = sum(runs["float32"][k].same_partitions(runs["float64"][k]) for k in keys)
+        total = [total[0] + len(keys), total[1] + ordered, total[2] + nested]
+        print(f"{label:<30}{len(keys):>6}{ordered:>15}{nested:>18}", flush=True)
+    print(f"{'all':<30}{total[0]:>6}{total[1]:>15}{total[2]:>18}")
+
+
 def measure(name, impl):
     out = subprocess.run(
         [sys.executable, __file__, "--one", name, impl],
@@ -167,7 +217,9 @@ def main(names):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--one":
+    if len(sys.argv) > 1 and sys.argv[1] == "--trees":
+        compare_trees()
+    elif len(sys.argv) > 1 and sys.argv[1] == "--one":
         run_one(sys.argv[2], sys.argv[3])
     else:
         main(sys.argv[1:])

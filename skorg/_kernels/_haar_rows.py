@@ -39,13 +39,21 @@ def _split(task, n_tasks, total):
 
 # ---------------------------------------------------------------------- one lane at a time
 @numba.njit(cache=True)
+def _is_identity(order):
+    for i in range(order.shape[0]):
+        if order[i] != i:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
 def _pair_level(src, dst, y, wp, wm, h):
     """One lifting level: ``dst[j]`` = sum of the pair ``src[2j], src[2j + 1]``, ``y[j]`` its
     coefficient. Every array starts at its first used entry, so the indices are
     non-negative and the loop compiles to SIMD code."""
     for j in range(h):
-        a = src[2 * j]
-        b = src[2 * j + 1]
+        a = np.float64(src[2 * j])
+        b = np.float64(src[2 * j + 1])
         s = a + b
         y[j] = wp[j] * b - wm[j] * (s - b)
         dst[j] = s
@@ -62,18 +70,24 @@ def _unpair_level(src, dst, c, wp, wm, h):
 
 
 @numba.njit(cache=True)
-def _dyadic_forward_lane(x, y, leaf_order, wplus, wminus, scale0, t, u):
+def _dyadic_forward_lane(x, y, leaf_order, wplus, wminus, scale0, identity, t, u):
     """Coefficients y (length n) of one vector x on a perfect binary tree.
 
     Level by level from the leaves: folder ``j`` of a level with ``h`` folders is node
     ``h - 1 + j``, its children are the leaf-order neighbours ``2j`` and ``2j + 1`` of the
     level below, its '+' child is the second one and its coefficient is number ``h + j``.
-    ``t`` holds n values, ``u`` n / 2.
+    ``t`` and ``u`` hold n values; with the identity leaf order the first level reads x
+    itself (no gather).
     """
     n = leaf_order.shape[0]
-    for i in range(n):
-        t[i] = x[leaf_order[i]]
     h = n >> 1
+    if identity:
+        _pair_level(x, t, y[h : 2 * h], wplus[h - 1 : 2 * h - 1], wminus[h - 1 : 2 * h - 1], h)
+    else:
+        for i in range(n):
+            u[i] = x[leaf_order[i]]
+        _pair_level(u, t, y[h : 2 * h], wplus[h - 1 : 2 * h - 1], wminus[h - 1 : 2 * h - 1], h)
+    h >>= 1
     while h >= 1:
         _pair_level(t, u, y[h : 2 * h], wplus[h - 1 : 2 * h - 1], wminus[h - 1 : 2 * h - 1], h)
         t, u = u, t
@@ -82,22 +96,101 @@ def _dyadic_forward_lane(x, y, leaf_order, wplus, wminus, scale0, t, u):
 
 
 @numba.njit(cache=True)
-def _dyadic_inverse_lane(c, y, leaf_order, wplus, wminus, scale0, t, u):
+def _dyadic_inverse_lane(c, y, leaf_order, wplus, wminus, scale0, identity, t, u):
     """Data y of one coefficient vector c on a perfect binary tree (top-down, level by level).
 
     A folder's total goes to its children as ``-(wminus * c) + total`` (first child) and
     ``wplus * c + total`` (second), the values the node-by-node kernel pushes down. ``t``
-    and ``u`` hold n values each.
+    and ``u`` hold n values; with the identity leaf order the last level writes y itself.
     """
     n = leaf_order.shape[0]
     t[0] = np.float64(c[0]) * scale0
     h = 1
-    while h < n:
+    while h < n >> 1:
         _unpair_level(t, u, c[h : 2 * h], wplus[h - 1 : 2 * h - 1], wminus[h - 1 : 2 * h - 1], h)
         t, u = u, t
         h <<= 1
-    for i in range(n):
-        y[leaf_order[i]] = t[i]
+    k = h - 1
+    if identity:
+        _unpair_level(t, y, c[h : 2 * h], wplus[k : k + h], wminus[k : k + h], h)
+    else:
+        _unpair_level(t, u, c[h : 2 * h], wplus[k : k + h], wminus[k : k + h], h)
+        for i in range(n):
+            y[leaf_order[i]] = u[i]
+
+
+# a lane longer than _CHUNKED is lifted one subtree of _CHUNK leaves at a time (its levels
+# stay in L1/L2), then the levels above the subtrees on their sums: the same pairwise sums
+_CHUNK = 1 << 13
+_CHUNKED = 1 << 14
+
+
+@numba.njit(cache=True)
+def _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2):
+    """``_dyadic_forward_lane`` by subtrees of ``_CHUNK`` leaves (n a multiple of it).
+
+    Subtree ``c``'s folders at a level with ``H`` folders are ``c * h .. c * h + h - 1`` of
+    that level (h of them), so its coefficients are the contiguous run from ``H + c * h``.
+    """
+    n = leaf_order.shape[0]
+    n_chunks = n // _CHUNK
+    for c in range(n_chunks):
+        off = c * _CHUNK
+        for i in range(_CHUNK):
+            t[i] = x[leaf_order[off + i]]
+        src = t
+        dst = u
+        h = _CHUNK >> 1
+        H = n >> 1
+        while h >= 1:
+            k = H + c * h
+            _pair_level(src, dst, y[k : k + h], wplus[k - 1 : k - 1 + h],
+                        wminus[k - 1 : k - 1 + h], h)  # fmt: skip
+            src, dst = dst, src
+            h >>= 1
+            H >>= 1
+        top[c] = src[0]
+    src = top
+    dst = top2
+    h = n_chunks >> 1
+    while h >= 1:
+        _pair_level(src, dst, y[h : 2 * h], wplus[h - 1 : 2 * h - 1], wminus[h - 1 : 2 * h - 1], h)
+        src, dst = dst, src
+        h >>= 1
+    y[0] = src[0] * scale0
+
+
+@numba.njit(cache=True)
+def _dyadic_inverse_lane_chunked(c, y, leaf_order, wplus, wminus, scale0, t, u, top, top2):
+    """``_dyadic_inverse_lane`` by subtrees: the levels above them first, then each subtree."""
+    n = leaf_order.shape[0]
+    n_chunks = n // _CHUNK
+    src = top
+    dst = top2
+    src[0] = np.float64(c[0]) * scale0
+    h = 1
+    while h < n_chunks:
+        k = h - 1
+        _unpair_level(src, dst, c[h : 2 * h], wplus[k : k + h], wminus[k : k + h], h)
+        src, dst = dst, src
+        h <<= 1
+    totals = src
+    for q in range(n_chunks):
+        a = t
+        b = u
+        a[0] = totals[q]
+        h = 1
+        H = n_chunks
+        while h < _CHUNK:
+            k = H + q * h
+            _unpair_level(a, b, c[k : k + h], wplus[k - 1 : k - 1 + h],
+                          wminus[k - 1 : k - 1 + h], h)  # fmt: skip
+            a, b = b, a
+            h <<= 1
+            H <<= 1
+        off = q * _CHUNK
+        for i in range(_CHUNK):
+            y[leaf_order[off + i]] = a[i]
 
 
 @numba.njit(cache=True)
@@ -165,9 +258,13 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, leaf_order, child_pt
     scale0 = 1.0 / np.sqrt(n)
     xin = np.empty(n, dtype=X.dtype)
     yout = np.empty(n, dtype=out.dtype)
-    t = np.empty(n, dtype=np.float64)
-    u = np.empty(n, dtype=np.float64)
-    V = np.empty(parent.shape[0], dtype=np.float64)
+    t = np.empty(min(n, _CHUNK) if dyadic and n > _CHUNKED else n, dtype=np.float64)
+    u = np.empty(t.shape[0], dtype=np.float64)
+    V = np.empty(parent.shape[0] if not dyadic else 1, dtype=np.float64)
+    chunked = dyadic and n > _CHUNKED
+    identity = dyadic and _is_identity(leaf_order)
+    top = np.empty(max(n // _CHUNK, 1), dtype=np.float64)
+    top2 = np.empty(max(n // _CHUNK, 1), dtype=np.float64)
     for lane in range(lo, hi):
         a = lane // B
         b = lane % B
@@ -182,10 +279,14 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, leaf_order, child_pt
             y = yout
         if first_leaf == 0:  # a one-point tree: the root is the leaf
             y[0] = x[0]
+        elif chunked and not inverse:
+            _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2)
+        elif chunked:
+            _dyadic_inverse_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2)
         elif dyadic and not inverse:
-            _dyadic_forward_lane(x, y, leaf_order, wplus, wminus, scale0, t, u)
+            _dyadic_forward_lane(x, y, leaf_order, wplus, wminus, scale0, identity, t, u)
         elif dyadic:
-            _dyadic_inverse_lane(x, y, leaf_order, wplus, wminus, scale0, t, u)
+            _dyadic_inverse_lane(x, y, leaf_order, wplus, wminus, scale0, identity, t, u)
         elif not inverse:
             _tree_forward_lane(x, y, leaf_order, child_ptr, first_leaf, cnode, cplus, wplus,
                                wminus, scale0, V)  # fmt: skip
