@@ -16,6 +16,7 @@ from ._sparse import sparse_axes, sparse_initial, sparse_rebuild
 __all__ = ["PRESETS", "SCHEDULES", "QuestionnaireResult", "questionnaire"]
 
 SCHEDULES = ("alternating", "jacobi", "reference_3d")
+_INIT_AFFINITIES = ("cosine", "correlation", "gaussian")
 EMD_DTYPES = ("float64", "float32")
 
 PRESETS = {
@@ -93,6 +94,9 @@ def resolve_params(preset=None, **given):
 
 
 def _per_axis(value, n_axes, name, positive=False):
+    items = value if np.ndim(value) == 1 else [value]
+    if any(isinstance(v, (str, bytes, bool, np.bool_)) or v is None for v in items):
+        raise TypeError(f"{name} must be a number or a sequence of numbers, got {value!r}.")
     if np.ndim(value) > 1 or (np.ndim(value) == 1 and len(value) != n_axes):
         raise ValueError(
             f"{name} must be a number or a sequence of {n_axes} numbers, got {value!r}."
@@ -220,7 +224,12 @@ def questionnaire(
     if check_input:
         X = check_finite_array(X, "X", min_ndim=2, min_rows=2)
     ndim = X.ndim
-    if not isinstance(p["n_iter"], Integral) or p["n_iter"] < 0:
+    kind = p["init_affinity"]
+    if not callable(kind) and kind not in _INIT_AFFINITIES:
+        raise ValueError(
+            f"Unknown init_affinity {kind!r}; expected one of {_INIT_AFFINITIES} or a callable."
+        )
+    if isinstance(p["n_iter"], bool) or not isinstance(p["n_iter"], Integral) or p["n_iter"] < 0:
         raise ValueError(f"n_iter must be a non-negative integer, got {p['n_iter']!r}.")
     if p["schedule"] not in SCHEDULES:
         raise ValueError(f"Unknown schedule {p['schedule']!r}; expected one of {SCHEDULES}.")
