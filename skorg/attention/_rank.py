@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from numbers import Real
 
 import numpy as np
 import torch
@@ -250,7 +251,8 @@ def ranking_stability(scores, *, fraction=0.1, n_resamples=2000, random_state=0)
     result : dict
         ``"top_frequency"``, ``"bottom_frequency"``: per head, the share of batches where it is
         in the set; ``"always_top"``, ``"always_bottom"``: heads in the set in every batch;
-        ``"top_overlap"``, ``"bottom_overlap"``: mean pairwise Jaccard index between batches;
+        ``"top_overlap"``, ``"bottom_overlap"``: mean pairwise Jaccard index between batches
+        (each set holds at least one head, however small ``fraction`` is);
         ``"top_null"``, ``"bottom_null"``: the same against random rankings
         (:func:`skorg.stats.top_set_overlap_test`: the exact null expectation of the overlap
         and of the count of heads always in the set, null quantiles and p-values).
@@ -275,10 +277,11 @@ def ranking_stability(scores, *, fraction=0.1, n_resamples=2000, random_state=0)
     S = np.asarray(scores, dtype=np.float64)
     if S.ndim != 2 or S.shape[0] < 2 or S.shape[1] < 2 or not np.all(np.isfinite(S)):
         raise ValueError("scores must be finite, of shape (n_batches >= 2, n_heads >= 2).")
-    if not 0 < fraction <= 0.5:
-        raise ValueError(f"fraction must lie in (0, 0.5], got {fraction}.")
+    if isinstance(fraction, bool) or not isinstance(fraction, Real) or not 0 < fraction <= 0.5:
+        raise ValueError(f"fraction must be a number in (0, 0.5], got {fraction!r}.")
     n_batches, n_heads = S.shape
-    m = int(np.ceil(fraction * n_heads - 1e-9))
+    # at least one head per set: a fraction below 1 / n_heads still selects the extreme head
+    m = max(1, int(np.ceil(fraction * n_heads - 1e-9)))
     order = np.argsort(S, axis=1, kind="stable")
     bottom = np.zeros_like(S, dtype=bool)
     top = np.zeros_like(S, dtype=bool)

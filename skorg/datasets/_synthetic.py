@@ -15,8 +15,15 @@ def smooth_surface(x, y, kind="band"):
     ``"ridge"`` a curved ridge, ``"product"`` a separable-plus-mixed surface
     (the shapes used by the reference data and the benchmarks).
     """
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
+    x = _coordinates(x, "x")
+    y = _coordinates(y, "y")
+    try:
+        np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        raise ValueError(
+            f"x and y must broadcast together (e.g. x[:, None] and y[None, :]), got shapes "
+            f"{x.shape} and {y.shape}."
+        ) from None
     if kind == "band":
         width = 0.12 + 0.08 * x
         return (
@@ -30,6 +37,45 @@ def smooth_surface(x, y, kind="band"):
             -4.0 * (x + y - 1.0) ** 2
         )
     raise ValueError(f"Unknown kind {kind!r}; expected 'band', 'ridge' or 'product'.")
+
+
+_KINDS = ("band", "ridge", "product")
+
+
+def _coordinates(v, name):
+    arr = np.asarray(v)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}.")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite.")
+    return arr
+
+
+def _check_size(value, name, minimum=1):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}.")
+    return int(value)
+
+
+def _check_noise(noise):
+    if (
+        isinstance(noise, (bool, np.bool_))
+        or not isinstance(noise, (int, float, np.integer, np.floating))
+        or not np.isfinite(noise)
+        or not 0 <= noise <= 1e300
+    ):
+        raise ValueError(f"noise must be a number in [0, 1e300], got {noise!r}.")
+    return float(noise)
+
+
+def _random_state(random_state):
+    try:
+        return check_random_state(random_state)
+    except ValueError as exc:
+        raise ValueError(f"random_state: {exc}") from None
 
 
 def make_shuffled_matrix(n_rows=64, n_cols=64, *, kind="band", noise=0.02, random_state=None):
@@ -58,7 +104,12 @@ def make_shuffled_matrix(n_rows=64, n_cols=64, *, kind="band", noise=0.02, rando
     >>> data.X.shape, data.col_true_order.shape
     ((8, 5), (5,))
     """
-    rng = check_random_state(random_state)
+    n_rows = _check_size(n_rows, "n_rows")
+    n_cols = _check_size(n_cols, "n_cols")
+    noise = _check_noise(noise)
+    if not isinstance(kind, str) or kind not in _KINDS:
+        raise ValueError(f"Unknown kind {kind!r}; expected one of {_KINDS}.")
+    rng = _random_state(random_state)
     x = np.sort(rng.uniform(size=n_rows))
     y = np.sort(rng.uniform(size=n_cols))
     F = smooth_surface(x[:, None], y[None, :], kind)
@@ -91,7 +142,11 @@ def make_shuffled_tensor(shape=(32, 32, 16), *, noise=0.02, random_state=None):
     >>> make_shuffled_tensor((4, 5, 3), random_state=0).X.shape
     (4, 5, 3)
     """
-    rng = check_random_state(random_state)
+    if isinstance(shape, (int, np.integer)) or np.ndim(shape) != 1 or len(shape) != 3:
+        raise ValueError(f"shape must be a tuple of three axis lengths, got {shape!r}.")
+    shape = tuple(_check_size(n, "shape") for n in shape)
+    noise = _check_noise(noise)
+    rng = _random_state(random_state)
     lat = [np.sort(rng.uniform(size=n)) for n in shape]
     x, y, z = lat[0][:, None, None], lat[1][None, :, None], lat[2][None, None, :]
     width = 0.08 + 0.15 * z

@@ -217,7 +217,7 @@ def gaussian_affinity(X, *, n_neighbors=5, epsilon=1.0):
     nearest = np.sort(dist, axis=1)[:, :k]
     sigma = epsilon * np.median(nearest, axis=1)
     sigma[sigma == 0] = 1.0
-    K = np.exp(-d2 / sigma[:, None] ** 2)
+    K = np.exp(-((dist / sigma[:, None]) ** 2))  # the ratio first: no overflow of sigma**2
     return 0.5 * (K + K.T)
 
 
@@ -261,7 +261,7 @@ def affinity_matrix(X, metric="cosine", **params):
         return _AFFINITIES[metric](X, **params)
     else:
         raise ValueError(
-            f"Unknown affinity {metric!r}; expected one of {sorted(_AFFINITIES)}, "
+            f"Unknown affinity metric={metric!r}; expected one of {sorted(_AFFINITIES)}, "
             "'precomputed' or a callable."
         )
     return check_affinity(A)

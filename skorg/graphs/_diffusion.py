@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg import eigh
@@ -105,7 +105,7 @@ def diffusion_eigenpairs(
     """
     A = check_affinity(affinity) if check_input else np.asarray(affinity, dtype=np.float64)
     n = A.shape[0]
-    if not isinstance(n_eigs, Integral) or n_eigs < 1:
+    if isinstance(n_eigs, bool) or not isinstance(n_eigs, Integral) or n_eigs < 1:
         raise ValueError(f"n_eigs must be a positive integer, got {n_eigs!r}.")
     k = min(int(n_eigs), n)
     S, q = _symmetric_markov(A, density_normalize)
@@ -234,8 +234,17 @@ def diffusion_embedding(
     >>> bool(np.all(np.diff(emb[:, 0]) < 0) or np.all(np.diff(emb[:, 0]) > 0))
     True
     """
-    if not isinstance(n_components, Integral) or n_components < 1:
+    if isinstance(n_components, bool) or not isinstance(n_components, Integral) or n_components < 1:
         raise ValueError(f"n_components must be a positive integer, got {n_components!r}.")
+    if (
+        isinstance(diffusion_time, bool)
+        or not isinstance(diffusion_time, Real)
+        or not np.isfinite(diffusion_time)
+        or diffusion_time < 0
+    ):
+        raise ValueError(
+            f"diffusion_time must be a finite non-negative number, got {diffusion_time!r}."
+        )
     psi, lam = diffusion_eigenpairs(
         affinity,
         n_components + 1,

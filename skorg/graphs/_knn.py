@@ -14,7 +14,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._kernels import _sparse as _k
-from .._validation import check_finite_array, check_int_seed
+from .._validation import (
+    SAFE_EXPONENT,
+    check_finite_array,
+    check_int_seed,
+    scale_rows,
+    scaled_copy,
+)
 
 __all__ = ["knn_affinity", "knn_indices", "knn_l1_affinity"]
 
@@ -63,6 +69,10 @@ def knn_indices(
     >>> knn_indices(np.array([[0.0], [1.0], [3.0], [7.0]]), 1).ravel()
     array([1, 0, 1, 2])
     """
+    Z = check_finite_array(Z, "Z", ndim=2, min_rows=1, dtype=None)
+    # neighbours do not change when all coordinates are scaled: scaled exactly so that the
+    # squared distances cannot overflow or underflow
+    Z, _ = scaled_copy(Z, limit=40 if Z.dtype == np.float32 else SAFE_EXPONENT)
     if metric not in ("euclidean", "manhattan"):
         raise ValueError(f"metric must be 'euclidean' or 'manhattan', got {metric!r}.")
     if backend not in ("auto", "exact", "pynndescent"):
@@ -221,6 +231,11 @@ def knn_affinity(
         sq = _k.edge_sqeuclidean(X, ei, ej)
         vals = 0.5 * (np.exp(-sq / sigma[ei] ** 2) + np.exp(-sq / sigma[ej] ** 2))
         return _symmetric(n, ei, ej, vals, 1.0)
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, Real) or np.isnan(threshold)
+    ):
+        raise ValueError(f"threshold must be a number or None, got {threshold!r}.")
+    X = scale_rows(X)  # cosines do not change when a row is scaled; its squares must not overflow
     U = X.astype(np.float64) if kind == "cosine" else X - X.mean(axis=1, keepdims=True)
     norms = np.sqrt(np.einsum("ij,ij->i", U, U))
     U = U / np.where(norms > 0, norms, 1.0)[:, None]

@@ -8,6 +8,7 @@ import numpy as np
 from scipy.linalg import eigh, qr
 
 from .._kernels import _sparse as _k
+from .._validation import check_finite_array
 from ._diffusion import _DEGREE_EPS, _fix_signs
 
 __all__ = ["landmark_diffusion_eigenpairs"]
@@ -87,11 +88,28 @@ def landmark_diffusion_eigenpairs(C, landmarks, n_eigs=12, *, density_normalize=
     >>> bool(np.allclose(lam, diffusion_eigenpairs(A, 3)[1]))
     True
     """
-    C = np.asarray(C, dtype=np.float64)
-    landmarks = np.asarray(landmarks, dtype=np.intp)
+    C = check_finite_array(C, "C", ndim=2, min_rows=1)
+    if np.any(C < 0):
+        raise ValueError("C must be non-negative (columns of an affinity kernel).")
+    top = float(C.max())
+    if top > 0.0 and top != 1.0:
+        C = C / top  # the operator does not change with the kernel's units; epsilons relative
     n, L = C.shape
+    landmarks = np.asarray(landmarks)
     if landmarks.shape != (L,):
         raise ValueError(f"landmarks must have shape ({L},), got {landmarks.shape}.")
+    if landmarks.dtype.kind not in "iu":
+        if (
+            landmarks.dtype.kind != "f"
+            or not np.all(np.isfinite(landmarks))
+            or np.any(landmarks != np.round(landmarks))
+        ):
+            raise TypeError(f"landmarks must hold integer indices, got dtype {landmarks.dtype}.")
+    landmarks = landmarks.astype(np.intp)
+    if np.any(landmarks < 0) or np.any(landmarks >= n):
+        raise ValueError(f"landmarks must be point indices in [0, {n}), got {landmarks.tolist()}.")
+    if np.unique(landmarks).shape[0] != L:
+        raise ValueError("landmarks must be distinct point indices; some are repeated.")
     if isinstance(n_eigs, bool) or not isinstance(n_eigs, Integral) or n_eigs < 1:
         raise ValueError(f"n_eigs must be a positive integer, got {n_eigs!r}.")
     k = min(int(n_eigs), n, L + 1)

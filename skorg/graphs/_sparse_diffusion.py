@@ -19,7 +19,9 @@ _DENSE_MAX = 512
 
 def check_sparse_affinity(A):
     if not sp.issparse(A):
-        A = sp.csr_matrix(np.asarray(A, dtype=np.float64))
+        from .._validation import check_finite_array
+
+        A = sp.csr_matrix(check_finite_array(A, "affinity", ndim=2, min_rows=1))
     # a copy: the caller's matrix is never edited (the floor below works in place)
     A = sp.csr_matrix(A, dtype=np.float64, copy=True)
     A.sum_duplicates()

@@ -105,7 +105,13 @@ def _folder_plan(tree, alpha, beta, exclude_singletons, folder_weights, name):
     """
     n = tree.n_points
     size = tree.size.astype(np.float64)
-    weight = (size / n) ** beta * np.exp2(-alpha * tree.level.astype(np.float64))
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        weight = (size / n) ** beta * np.exp2(-alpha * tree.level.astype(np.float64))
+    if not np.all(np.isfinite(weight)):
+        raise ValueError(
+            f"{name}: alpha={alpha:g} and beta={beta:g} give folder weights beyond the float "
+            "range; use exponents of moderate size (the defaults are alpha=0, beta=1)."
+        )
     if folder_weights is not None:
         fw = np.asarray(folder_weights, dtype=np.float64)
         if fw.shape != (tree.n_nodes,):

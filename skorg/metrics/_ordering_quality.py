@@ -5,9 +5,25 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import spearmanr
 
-from .._validation import check_finite_array
+from .._validation import check_finite_array, scaled_copy
 
 __all__ = ["neumann_stress", "order_spearman"]
+
+
+def _check_order(order, name):
+    """A permutation of 0..n-1 as an intp array (integers only; floats must be whole)."""
+    arr = np.asarray(order)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of indices, got shape {arr.shape}.")
+    if arr.size and arr.dtype.kind not in "iu":
+        if arr.dtype.kind != "f" or not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise TypeError(f"{name} must hold integer indices, got dtype {arr.dtype}.")
+    arr = arr.astype(np.intp)
+    if not np.array_equal(np.sort(arr), np.arange(arr.shape[0])):
+        raise ValueError(
+            f"{name} must be a permutation of 0..{arr.shape[0] - 1} (each index once)."
+        )
+    return arr
 
 
 def order_spearman(order, true_order):
@@ -31,10 +47,15 @@ def order_spearman(order, true_order):
     >>> order_spearman([3, 2, 1, 0], [0, 1, 2, 3])
     1.0
     """
-    order = np.asarray(order)
-    true_order = np.asarray(true_order)
-    if order.shape != true_order.shape or order.ndim != 1:
-        raise ValueError("order and true_order must be 1-D arrays of the same length.")
+    order = _check_order(order, "order")
+    true_order = _check_order(true_order, "true_order")
+    if order.shape != true_order.shape:
+        raise ValueError(
+            f"order and true_order must have the same length, got {order.shape[0]} and "
+            f"{true_order.shape[0]}."
+        )
+    if order.shape[0] < 2:
+        raise ValueError(f"order needs at least 2 entries for a correlation, got {order.shape[0]}.")
     found = np.empty(order.shape[0])
     found[order] = np.arange(order.shape[0])
     truth = np.empty(order.shape[0])
@@ -56,4 +77,8 @@ def neumann_stress(X):
     4.0
     """
     X = check_finite_array(X, "X", ndim=2, min_rows=1)
-    return float(np.sum(np.diff(X, axis=0) ** 2) + np.sum(np.diff(X, axis=1) ** 2))
+    # homogeneous of degree 2: computed on X scaled exactly, so the squares cannot overflow
+    X, scale = scaled_copy(X)
+    stress = float(np.sum(np.diff(X, axis=0) ** 2) + np.sum(np.diff(X, axis=1) ** 2))
+    with np.errstate(over="ignore"):
+        return float(stress / scale / scale)

@@ -62,7 +62,7 @@ def leaf_order(tree, distances=None, strategy="emd_olo"):
     from ..trees import PartitionTree
 
     if not isinstance(strategy, str) or strategy not in ORDERINGS:
-        raise ValueError(f"Unknown ordering {strategy!r}; expected one of {ORDERINGS}.")
+        raise ValueError(f"Unknown ordering strategy={strategy!r}; expected one of {ORDERINGS}.")
     if not isinstance(tree, PartitionTree):
         raise TypeError(f"tree must be a skorg.trees.PartitionTree, got {type(tree).__name__}.")
     if distances is not None:

@@ -23,6 +23,7 @@ SCHEDULES = ("alternating", "jacobi", "reference_3d")
 SELECT_CANDIDATES = ("average", "hybrid")
 ORDERED_BUILDERS = ("average", "complete", "single", "weighted", "ward", "hybrid")
 EARLY_STOPPING = ("unchanged", "objective", "never")
+_INIT_AFFINITIES = ("cosine", "correlation", "gaussian")
 EMD_DTYPES = ("float64", "float32")
 
 PRESETS = {
@@ -146,6 +147,9 @@ def resolve_params(preset=None, **given):
 
 
 def _per_axis(value, n_axes, name, positive=False):
+    items = value if np.ndim(value) == 1 else [value]
+    if any(isinstance(v, (str, bytes, bool, np.bool_)) or v is None for v in items):
+        raise TypeError(f"{name} must be a number or a sequence of numbers, got {value!r}.")
     if np.ndim(value) > 1 or (np.ndim(value) == 1 and len(value) != n_axes):
         raise ValueError(
             f"{name} must be a number or a sequence of {n_axes} numbers, got {value!r}."
@@ -333,7 +337,12 @@ def questionnaire(
     elif check_input:
         X = check_finite_array(X, "X", min_ndim=2, min_rows=2)
     ndim = X.ndim
-    if not isinstance(p["n_iter"], Integral) or p["n_iter"] < 0:
+    kind = p["init_affinity"]
+    if not callable(kind) and kind not in _INIT_AFFINITIES:
+        raise ValueError(
+            f"Unknown init_affinity {kind!r}; expected one of {_INIT_AFFINITIES} or a callable."
+        )
+    if isinstance(p["n_iter"], bool) or not isinstance(p["n_iter"], Integral) or p["n_iter"] < 0:
         raise ValueError(f"n_iter must be a non-negative integer, got {p['n_iter']!r}.")
     if p["schedule"] not in SCHEDULES:
         raise ValueError(f"Unknown schedule {p['schedule']!r}; expected one of {SCHEDULES}.")

@@ -124,7 +124,15 @@ def order_outcome(times, order):
     >>> order_outcome([1.0, float("inf"), float("inf")], [0, 1, 2])
     0
     """
-    tau = np.asarray(times, dtype=np.float64)[np.asarray(order, dtype=np.int64)]
+    times = np.asarray(times, dtype=np.float64)
+    if times.ndim != 1 or np.any(np.isnan(times)):
+        raise ValueError("times must be a 1-D array of capture times (inf if never), no NaN.")
+    order = np.asarray(order)
+    if order.shape != times.shape or (order.size and order.dtype.kind not in "iu"):
+        raise ValueError(f"order must be {times.shape[0]} integer indices, got {order!r}.")
+    if not np.array_equal(np.sort(order), np.arange(times.shape[0])):
+        raise ValueError(f"order must be a permutation of 0..{times.shape[0] - 1}.")
+    tau = times[order]
     unknown = False
     for i in range(tau.size):
         for j in range(i + 1, tau.size):

@@ -550,7 +550,7 @@ def inverse_multi_haar_transform(C, trees, *, order="bfs"):
 
 def _check_ndim(X, ndim, func):
     if X.ndim != ndim:
-        raise ValueError(f"{func} needs a {ndim}-D array, got shape {X.shape}.")
+        raise ValueError(f"{func} needs X as a {ndim}-D array, got shape {X.shape}.")
 
 
 def bihaar_transform(X, row_tree, col_tree, *, order="bfs"):

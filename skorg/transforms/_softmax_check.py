@@ -113,6 +113,8 @@ def softmax_invariance_check(
     """
     if isinstance(variants, str):
         variants = [variants]
+    if variants is not None and not hasattr(variants, "__iter__"):
+        raise TypeError(f"variants must be a sequence of variant names, got {variants!r}.")
     variants = list(_VARIANTS) if variants is None else list(variants)
     unknown = [v for v in variants if not isinstance(v, str) or v not in _VARIANTS]
     if unknown:

@@ -43,7 +43,7 @@ def dyadic_tree(order):
             )
         n = int(order)
         if n < 1:
-            raise ValueError(f"dyadic_tree needs at least one point, got {n}.")
+            raise ValueError(f"order must be at least 1 (the number of points), got {n}.")
         order = np.arange(n)
     order = _check_permutation(order, np.asarray(order).shape[0], "order")
     n = order.shape[0]

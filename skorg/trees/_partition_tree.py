@@ -14,7 +14,11 @@ def _as_int_array(values, name, ndim):
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-D integer array, got shape {arr.shape}.")
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        if not np.issubdtype(arr.dtype, np.floating) or not np.all(arr == np.round(arr)):
+        if (
+            not np.issubdtype(arr.dtype, np.floating)
+            or not np.all(np.isfinite(arr))
+            or not np.all(arr == np.round(arr))
+        ):
             raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}.")
     return arr.astype(np.intp, copy=False)
 
