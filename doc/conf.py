@@ -5,6 +5,7 @@ Nothing here reaches the network (no intersphinx). Build with
 gallery without running the examples.
 """
 
+import re
 import shutil
 from pathlib import Path
 
@@ -26,7 +27,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
 ]
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": False}
+autodoc_default_options = {"members": True}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_attributes_as_param_list = True
@@ -61,3 +62,19 @@ sphinx_gallery_conf = {
     "backreferences_dir": None,
     "within_subsection_order": "FileNameSortKey",
 }
+
+
+_SKLEARN_REF = re.compile(r":(?:ref|doc):`([^`<]*?)\s*(?:<[^>]*>)?`")
+
+
+def _plain_sklearn_refs(app, what, name, obj, options, lines):
+    """Methods inherited from scikit-learn (set_output, get_params, ...) keep their docstrings,
+    whose cross-references point into scikit-learn's own documentation: write them as text."""
+    if not getattr(obj, "__module__", "").startswith("sklearn"):
+        return
+    for i, line in enumerate(lines):
+        lines[i] = _SKLEARN_REF.sub(lambda m: m.group(1) or "the scikit-learn user guide", line)
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _plain_sklearn_refs)

@@ -47,8 +47,17 @@ def test_sphinx_build_has_no_warning(tmp_path):
         "auto_examples/plot_grid_search_emd.html",
         "generated/skorg.organize.QuestionnaireOrganizer.html",
         "generated/skorg.report.Report.html",
+        "generated/skorg.metrics.landmark_diffusion_eigenpairs.html",
+        "generated/skorg.metrics.pairwise_tree_emd.html",
+        "generated/skorg.io.read_array.html",
+        "generated/skorg.set_config.html",
     ):
         assert (html / page).is_file(), page
+    # estimator pages list the methods inherited from scikit-learn
+    for name in ("organize.QuestionnaireOrganizer", "transforms.TreeHaarTransform"):
+        page = (html / "generated" / f"skorg.{name}.html").read_text()
+        for method in ("set_output", "get_params", "set_params", "fit_transform"):
+            assert f"{name.split('.')[1]}.{method}" in page, (name, method)
     gallery = (html / "auto_examples" / "index.html").read_text()
     assert gallery.count("sphx-glr-thumbcontainer") == len(
         list((ROOT / "examples").glob("plot_*.py"))
