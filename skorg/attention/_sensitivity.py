@@ -24,6 +24,7 @@ def sensitivity_sweep(
     tolerances=(0.01, 0.05, 0.1, 0.2, 0.5),
     default_k=400,
     default_fraction=0.1,
+    default_scores=None,
     n_resamples=1000,
     random_state=0,
 ):
@@ -47,6 +48,8 @@ def sensitivity_sweep(
         ``tolerances`` for every variant.
     tolerances : sequence of float
     default_k, default_fraction : the settings the other rows are compared with
+    default_scores : ndarray of shape (n_samples, n_heads), optional
+        :func:`head_sparsity` at ``default_k`` if already computed (not recomputed then).
     n_resamples : int, default=1000
         Null draws of the stability tests and bootstrap resamples of the shares.
     random_state : int, default=0

@@ -351,6 +351,7 @@ def attention_report(
             maps,
             [o.trees_[:2] for o in organizers],
             survey=survey,
+            default_scores=sparsity,
             n_resamples=min(n_resamples, 1000),
             random_state=random_state,
         )

@@ -270,6 +270,9 @@ def bootstrap_of_means(
     flat = (np.arange(n_resamples)[:, None] * n + idx).ravel()
     counts = np.bincount(flat, minlength=n_resamples * n).reshape(n_resamples, n).astype(float)
     means = ((counts @ (Z - shift)) / n + shift) * scale
+    # a mean lies within the range of its data: remove the rounding of the shift (a share of
+    # zeros would otherwise come back as -0.0 or -1e-17)
+    means = np.clip(means, X.min(axis=0), X.max(axis=0))
     full = X.mean(axis=0, keepdims=True)
     jack = None
     if method == "bca":

@@ -42,6 +42,11 @@ def test_sweep_rows_equal_the_direct_computations():
     errs = np.array([r["rel_error"] for r in survey["heads"] if r["variant"] == "softmax"])
     assert by["tolerance", 0.1]["softmax_share"] == pytest.approx(np.mean(errs <= 0.1))
     assert by["tolerance", 1.0]["exact_share"] == 1.0
+    again = sensitivity_sweep(
+        maps, trees, ks=(8, 32), default_k=64, fractions=(0.2, 0.5), default_scores=base,
+        n_resamples=300,
+    )  # fmt: skip
+    assert again == [r for r in rows if r["parameter"] != "tolerance"]
     with pytest.raises(ValueError, match="one pair per sample"):
         sensitivity_sweep(maps, trees[:2])
     with pytest.raises(ValueError, match="fraction"):

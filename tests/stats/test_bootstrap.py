@@ -96,3 +96,12 @@ def test_bad_input():
     x = np.array([1.0, 2.0, 3.0])
     bootstrap_ci(x)
     np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])  # not changed
+
+
+def test_resampled_means_stay_within_the_data_range():
+    within = np.zeros(72)
+    within[[3, 40]] = 1.0  # a share of 2 / 72
+    ci = bootstrap_of_means(within, method="percentile", random_state=0)
+    assert ci.distribution.min() >= 0.0 and ci.distribution.max() <= 1.0
+    assert np.all(np.signbit(ci.distribution) == False)  # noqa: E712  (no -0.0 either)
+    assert 0.0 <= ci.low <= 2 / 72 <= ci.high
