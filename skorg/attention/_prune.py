@@ -44,7 +44,7 @@ class PruningResult:
         return "\n".join(lines)
 
 
-def prune_curves(model, orders, metric, *, fractions=None, threshold=0.9):
+def prune_curves(model, orders, metric, *, fractions=None, threshold=0.9, kind=None):
     """Mask heads cumulatively in each order and measure a task metric at every step.
 
     Parameters
@@ -59,6 +59,8 @@ def prune_curves(model, orders, metric, *, fractions=None, threshold=0.9):
         Fractions of all heads removed at each step.
     threshold : float, default=0.9
         Level, relative to the unpruned metric, that defines the prunable fraction.
+    kind : {"self", "encoder", "decoder", "cross"}, optional
+        The kind of attention whose heads are pruned; required for encoder-decoder models.
 
     Returns
     -------
@@ -66,7 +68,7 @@ def prune_curves(model, orders, metric, *, fractions=None, threshold=0.9):
     """
     if isinstance(orders, Mapping) and "orders" in orders:
         orders = orders["orders"]
-    layout = attention_layout(model)
+    layout = attention_layout(model, kind)
     n_total = layout.n_layers * layout.n_heads
     fractions = np.linspace(0, 1, 11) if fractions is None else np.asarray(fractions, float)
     if fractions.ndim != 1 or fractions.size < 2 or np.any(np.diff(fractions) <= 0):
@@ -87,7 +89,7 @@ def prune_curves(model, orders, metric, *, fractions=None, threshold=0.9):
             if c == 0:
                 values[i] = baseline
                 continue
-            with mask_heads(model, order[:c]):
+            with mask_heads(model, order[:c], kind=layout.attention):
                 values[i] = float(metric(model))
         curves[name] = values
         rel = values / baseline
