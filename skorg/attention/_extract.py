@@ -198,8 +198,8 @@ def _runner(backend, model, recorder):
         with backend.Backend(model, recorder).session() as session:
             yield session.run
     else:
-        with backend.capturing(model, recorder):
-            yield lambda batch: backend.run(model, batch)
+        with backend.capturing(model, recorder) as run:
+            yield run or (lambda batch: backend.run(model, batch))
 
 
 def _is_single_batch(inputs):

@@ -104,7 +104,7 @@ def _relative(fractions, threshold):
     return auc, prunable
 
 
-def _measure(model, order, counts, metric, baseline_values, cache):
+def _measure(model, order, counts, metric, baseline_values, cache, kind):
     values = []
     for c in counts:
         if c == 0:
@@ -114,7 +114,7 @@ def _measure(model, order, counts, metric, baseline_values, cache):
         # (every order at fraction 1) share one model run
         key = np.sort(order[:c]).tobytes()
         if key not in cache:
-            with mask_heads(model, order[:c]):
+            with mask_heads(model, order[:c], kind=kind):
                 cache[key] = _metric_values(metric, model, baseline_values.shape)
         values.append(cache[key])
     return np.stack(values)
@@ -147,6 +147,7 @@ def prune_curves(
     confidence_level=0.95,
     method="bca",
     random_state=0,
+    kind=None,
 ):
     """Mask heads cumulatively in each order and measure a task metric at every step.
 
@@ -181,6 +182,8 @@ def prune_curves(
         always uses the percentile interval).
     random_state : int, default=0
         Seed of the random orders, the resamples and the permutation tests.
+    kind : {"self", "encoder", "decoder", "cross"}, optional
+        The kind of attention whose heads are pruned; required for encoder-decoder models.
 
     Returns
     -------
@@ -199,7 +202,7 @@ def prune_curves(
         orders = orders["orders"]
     if not isinstance(orders, Mapping) or not orders:
         raise ValueError("orders must be a non-empty mapping of name -> head ids.")
-    layout = attention_layout(model)
+    layout = attention_layout(model, kind)
     n_total = layout.n_layers * layout.n_heads
     fractions = np.linspace(0, 1, 11) if fractions is None else np.asarray(fractions, float)
     if fractions.ndim != 1 or fractions.size < 2 or np.any(np.diff(fractions) <= 0):
@@ -231,11 +234,12 @@ def prune_curves(
             random_orders.append(rng.permutation(n_total))
     cache = {}
     per_input = {
-        name: _measure(model, order, counts, metric, baseline_values, cache)
+        name: _measure(model, order, counts, metric, baseline_values, cache, layout.attention)
         for name, order in checked.items()
     }
     random_values = [
-        _measure(model, o, counts, metric, baseline_values, cache) for o in random_orders
+        _measure(model, o, counts, metric, baseline_values, cache, layout.attention)
+        for o in random_orders
     ]
     if random_values:
         per_input["random"] = np.mean(random_values, axis=0)

@@ -134,7 +134,7 @@ def head_confidence(maps):
     return _row_reduce(maps, lambda ps: ps.max(axis=-1))
 
 
-def head_gradient_importance(model, batches, loss_fn, *, normalize_layers=False):
+def head_gradient_importance(model, batches, loss_fn, *, normalize_layers=False, kind=None):
     """Gradient importance of a per-head mask (Michel et al., 2019).
 
     With gates xi on every head (all 1), the importance of head h is the mean over batches of
@@ -150,18 +150,20 @@ def head_gradient_importance(model, batches, loss_fn, *, normalize_layers=False)
         ``loss_fn(model, batch) -> scalar tensor``; runs the model on the batch.
     normalize_layers : bool, default=False
         Divide the scores of each layer by their l2 norm, as Michel et al. do.
+    kind : {"self", "encoder", "decoder", "cross"}, optional
+        The kind of attention whose heads are gated; required for encoder-decoder models.
 
     Returns
     -------
     scores : ndarray of shape (n_layers * n_heads,)
     """
-    layout = attention_layout(model)
+    layout = attention_layout(model, kind)
     param = next(iter(model.parameters()), None)
     device = param.device if param is not None else "cpu"
     gates = torch.ones(layout.n_layers, layout.n_heads, device=device, requires_grad=True)
     total = torch.zeros(layout.n_layers, layout.n_heads, device=device)
     count = 0
-    with gate_heads(model, gates):
+    with gate_heads(model, gates, kind=layout.attention):
         for batch in batches:
             loss = loss_fn(model, batch)
             (grad,) = torch.autograd.grad(loss, gates)

@@ -27,15 +27,12 @@ TOLERANCE = 1e-5
 
 @contextlib.contextmanager
 def capturing(model, recorder):
-    model._skorg_recorder = recorder
-    model._skorg_checked = False
-    try:
-        yield
-    finally:
-        del model._skorg_recorder, model._skorg_checked
+    """Yields the function that runs one batch (state in its closure, never on the model)."""
+    state = {"checked": False}
+    yield lambda batch: _run(model, batch, recorder, state)
 
 
-def run(model, batch):
+def _run(model, batch, recorder, state):
     """Run with hooks on the scores and the pattern of every kept layer, then pair them.
 
     The pairing happens after the forward pass: ``HookedTransformer`` fires ``hook_attn_scores``
@@ -43,7 +40,6 @@ def run(model, batch):
     """
     from ._hf import masked
 
-    recorder = model._skorg_recorder
     n_layers, _ = n_layers_heads(model)
     layers = [v for v in range(n_layers) if recorder.wants("self", v)]
     seen = {}
@@ -71,7 +67,7 @@ def run(model, batch):
             )
         allowed = masked(raw, pattern)
         logits = raw.masked_fill(~allowed, float("-inf"))
-        if not model._skorg_checked:
+        if not state["checked"]:
             back = torch.softmax(logits.double(), dim=-1).nan_to_num(0.0)
             err = float((back - pattern.double().masked_fill(~allowed, 0.0)).abs().max())
             if err > TOLERANCE:
@@ -80,7 +76,7 @@ def run(model, batch):
                     f"hook_pattern by {err:.3g} > {TOLERANCE:g} in layer {layer}."
                 )
         recorder.record("self", layer, logits, pattern, allowed.any(dim=1), allowed=allowed)
-    model._skorg_checked = True
+    state["checked"] = True
     return out
 
 

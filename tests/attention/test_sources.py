@@ -302,3 +302,29 @@ def test_gates_have_the_gradient_of_the_model():
         with torch.no_grad():
             numeric = (loss(up) - loss(down)) / (2 * eps)
         torch.testing.assert_close(gates.grad[layer, head], numeric, rtol=1e-5, atol=1e-9)
+
+
+def test_pruning_and_gradient_importance_on_each_kind():
+    from skorg.attention import head_gradient_importance, prune_curves
+
+    model, batch, _ = t5()
+
+    def metric(m):
+        with torch.no_grad():
+            return float(m(**batch).last_hidden_state.exp().mean())
+
+    every = np.arange(8)
+    result = prune_curves(model, {"id": every}, metric, fractions=[0, 0.5, 1], kind="cross")
+    with mask_heads(model, every[:4], kind="cross"):
+        half = metric(model)
+    assert result.baseline == metric(model) and result.curves["id"][1] == half
+    with mask_heads(model, every, kind="encoder"):
+        assert metric(model) != result.curves["id"][2]  # another kind, another model
+
+    def loss(m, b):
+        return m(**b).last_hidden_state.pow(2).mean()
+
+    scores = head_gradient_importance(model, [batch], loss, kind="decoder")
+    assert scores.shape == (8,) and np.all(np.isfinite(scores)) and scores.max() > 0
+    with pytest.raises(ValueError, match="pass kind="):
+        head_gradient_importance(model, [batch], loss)
