@@ -256,6 +256,15 @@ def _apply_along(X, plan, axis, inverse, out=None):
     if B < _kernels._MIN_CONTIGUOUS and n >= _LANE_MIN_N:
         args = (inverse, plan.dyadic, *plan.kernel_args())
         n_lanes = A * B
+        long_lanes = plan.dyadic and B == 1 and n > _row_kernels.CHUNKED
+        if long_lanes and n_lanes < n_threads and not serial:
+            # too few lanes to share out: share the subtrees of each lane instead
+            n_tasks = min(n // _row_kernels.CHUNK, _kernels._TASKS_PER_THREAD * n_threads)
+            for a in range(A):
+                lane = slice(a * n, (a + 1) * n)
+                _run_parallel(_row_kernels.dyadic_long_lane, flat[lane], oflat[lane], inverse,
+                              plan.leaf_order, plan.wplus, plan.wminus, n_tasks)  # fmt: skip
+            return out
         if serial:
             _row_kernels.haar_lanes_range(flat, oflat, n, B, 0, n_lanes, *args)
         else:
