@@ -422,6 +422,19 @@ def haar_transform(X, tree, *, axis=-1, order="bfs"):
     so the cost is O(number of nodes) per vector, at most O(n * depth), and no basis
     matrix is formed [1]_ [2]_.
 
+    The memory access follows the layout: long vectors along a short trailing run (rows of a
+    C-ordered matrix) are transformed one at a time in cache, in parallel over vectors (or,
+    for fewer vectors than threads, over subtrees); across rows whole row segments are
+    combined; Fortran-ordered input is transformed as its transpose, without a copy, and
+    gives Fortran-ordered output. On a perfect binary tree in ``"bfs"`` order the folder
+    sums of a level are the pairwise sums of the level below (the lifting scheme), as for
+    PyWavelets' ``wavedec(x, "haar")``, whose coefficients these are up to the sign of each
+    detail. Every path does the same floating-point operations, so the coefficients do not
+    depend on the layout or the number of threads. Working memory besides the output: per
+    thread, at most about ``max(32 MB, 128 n bytes)`` across rows and ``40 n`` bytes (plus
+    ``16`` per tree node) along rows; the 64-lane blocks used for short vectors and general
+    trees across rows hold ``512`` bytes per internal folder.
+
     References
     ----------
     .. [1] Gavish, Nadler, Coifman, "Multiscale wavelets on trees, graphs and high
