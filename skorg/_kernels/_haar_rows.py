@@ -119,28 +119,27 @@ def _dyadic_inverse_lane(c, y, leaf_order, wplus, wminus, scale0, identity, t, u
             y[leaf_order[i]] = u[i]
 
 
-# a lane longer than _CHUNKED is lifted one subtree of _CHUNK leaves at a time (its levels
+# a lane longer than CHUNKED is lifted one subtree of CHUNK leaves at a time (its levels
 # stay in L1/L2), then the levels above the subtrees on their sums: the same pairwise sums
-_CHUNK = 1 << 13
-_CHUNKED = 1 << 14
+CHUNK = 1 << 13
+CHUNKED = 1 << 14
 
 
 @numba.njit(cache=True)
-def _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2):
-    """``_dyadic_forward_lane`` by subtrees of ``_CHUNK`` leaves (n a multiple of it).
+def _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, c0, c1):
+    """The levels within subtrees c0..c1-1 of ``CHUNK`` leaves; their sums to ``top``.
 
     Subtree ``c``'s folders at a level with ``H`` folders are ``c * h .. c * h + h - 1`` of
     that level (h of them), so its coefficients are the contiguous run from ``H + c * h``.
     """
     n = leaf_order.shape[0]
-    n_chunks = n // _CHUNK
-    for c in range(n_chunks):
-        off = c * _CHUNK
-        for i in range(_CHUNK):
+    for c in range(c0, c1):
+        off = c * CHUNK
+        for i in range(CHUNK):
             t[i] = x[leaf_order[off + i]]
         src = t
         dst = u
-        h = _CHUNK >> 1
+        h = CHUNK >> 1
         H = n >> 1
         while h >= 1:
             k = H + c * h
@@ -150,47 +149,98 @@ def _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, 
             h >>= 1
             H >>= 1
         top[c] = src[0]
+
+
+@numba.njit(cache=True)
+def _forward_top(y, wplus, wminus, scale0, top, top2):
+    """The levels above the subtrees, from their sums ``top``."""
     src = top
     dst = top2
-    h = n_chunks >> 1
+    h = top.shape[0] >> 1
     while h >= 1:
-        _pair_level(src, dst, y[h : 2 * h], wplus[h - 1 : 2 * h - 1], wminus[h - 1 : 2 * h - 1], h)
+        k = h - 1
+        _pair_level(src, dst, y[h : 2 * h], wplus[k : k + h], wminus[k : k + h], h)
         src, dst = dst, src
         h >>= 1
     y[0] = src[0] * scale0
 
 
 @numba.njit(cache=True)
-def _dyadic_inverse_lane_chunked(c, y, leaf_order, wplus, wminus, scale0, t, u, top, top2):
-    """``_dyadic_inverse_lane`` by subtrees: the levels above them first, then each subtree."""
-    n = leaf_order.shape[0]
-    n_chunks = n // _CHUNK
+def _inverse_top(c, wplus, wminus, scale0, top, top2):
+    """The totals of the subtrees' roots (the levels above them); returns the buffer."""
     src = top
     dst = top2
     src[0] = np.float64(c[0]) * scale0
     h = 1
-    while h < n_chunks:
+    while h < top.shape[0]:
         k = h - 1
         _unpair_level(src, dst, c[h : 2 * h], wplus[k : k + h], wminus[k : k + h], h)
         src, dst = dst, src
         h <<= 1
-    totals = src
-    for q in range(n_chunks):
+    return src
+
+
+@numba.njit(cache=True)
+def _inverse_chunks(c, y, leaf_order, wplus, wminus, t, u, totals, q0, q1):
+    """The levels within subtrees q0..q1-1, from their roots' totals; their points to y."""
+    n_chunks = totals.shape[0]
+    for q in range(q0, q1):
         a = t
         b = u
         a[0] = totals[q]
         h = 1
         H = n_chunks
-        while h < _CHUNK:
+        while h < CHUNK:
             k = H + q * h
             _unpair_level(a, b, c[k : k + h], wplus[k - 1 : k - 1 + h],
                           wminus[k - 1 : k - 1 + h], h)  # fmt: skip
             a, b = b, a
             h <<= 1
             H <<= 1
-        off = q * _CHUNK
-        for i in range(_CHUNK):
+        off = q * CHUNK
+        for i in range(CHUNK):
             y[leaf_order[off + i]] = a[i]
+
+
+@numba.njit(cache=True)
+def _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2):
+    """``_dyadic_forward_lane`` by subtrees of ``CHUNK`` leaves (n a multiple of it)."""
+    _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, 0, top.shape[0])
+    _forward_top(y, wplus, wminus, scale0, top, top2)
+
+
+@numba.njit(cache=True)
+def _dyadic_inverse_lane_chunked(c, y, leaf_order, wplus, wminus, scale0, t, u, top, top2):
+    """``_dyadic_inverse_lane`` by subtrees: the levels above them first, then each subtree."""
+    totals = _inverse_top(c, wplus, wminus, scale0, top, top2)
+    _inverse_chunks(c, y, leaf_order, wplus, wminus, t, u, totals, 0, top.shape[0])
+
+
+@numba.njit(cache=True, parallel=True)
+def dyadic_long_lane(x, y, inverse, leaf_order, wplus, wminus, n_tasks):
+    """One long contiguous lane (n > ``CHUNKED``) with its subtrees split over tasks.
+
+    For a 1-D vector or a few long rows, which the lane-parallel kernel would run on one
+    thread. The same operations as the serial kernel, so the same coefficients.
+    """
+    n = leaf_order.shape[0]
+    n_chunks = n // CHUNK
+    scale0 = 1.0 / np.sqrt(n)
+    top = np.empty(n_chunks, dtype=np.float64)
+    top2 = np.empty(n_chunks, dtype=np.float64)
+    totals = top
+    if inverse:
+        totals = _inverse_top(x, wplus, wminus, scale0, top, top2)
+    for task in numba.prange(n_tasks):
+        c0, c1 = _split(task, n_tasks, n_chunks)
+        t = np.empty(CHUNK, dtype=np.float64)
+        u = np.empty(CHUNK, dtype=np.float64)
+        if inverse:
+            _inverse_chunks(x, y, leaf_order, wplus, wminus, t, u, totals, c0, c1)
+        else:
+            _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, c0, c1)
+    if not inverse:
+        _forward_top(y, wplus, wminus, scale0, top, top2)
 
 
 @numba.njit(cache=True)
@@ -258,13 +308,13 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, leaf_order, child_pt
     scale0 = 1.0 / np.sqrt(n)
     xin = np.empty(n, dtype=X.dtype)
     yout = np.empty(n, dtype=out.dtype)
-    t = np.empty(min(n, _CHUNK) if dyadic and n > _CHUNKED else n, dtype=np.float64)
+    t = np.empty(min(n, CHUNK) if dyadic and n > CHUNKED else n, dtype=np.float64)
     u = np.empty(t.shape[0], dtype=np.float64)
     V = np.empty(parent.shape[0] if not dyadic else 1, dtype=np.float64)
-    chunked = dyadic and n > _CHUNKED
+    chunked = dyadic and n > CHUNKED
     identity = dyadic and _is_identity(leaf_order)
-    top = np.empty(max(n // _CHUNK, 1), dtype=np.float64)
-    top2 = np.empty(max(n // _CHUNK, 1), dtype=np.float64)
+    top = np.empty(max(n // CHUNK, 1), dtype=np.float64)
+    top2 = np.empty(max(n // CHUNK, 1), dtype=np.float64)
     for lane in range(lo, hi):
         a = lane // B
         b = lane % B

@@ -259,6 +259,15 @@ def _apply_along(X, plan, axis, inverse, out=None):
     if B < _kernels._MIN_CONTIGUOUS and n >= _LANE_MIN_N:
         args = (inverse, plan.dyadic, *plan.kernel_args())
         n_lanes = A * B
+        long_lanes = plan.dyadic and B == 1 and n > _row_kernels.CHUNKED
+        if long_lanes and n_lanes < n_threads and not serial:
+            # too few lanes to share out: share the subtrees of each lane instead
+            n_tasks = min(n // _row_kernels.CHUNK, _kernels._TASKS_PER_THREAD * n_threads)
+            for a in range(A):
+                lane = slice(a * n, (a + 1) * n)
+                _run_parallel(_row_kernels.dyadic_long_lane, flat[lane], oflat[lane], inverse,
+                              plan.leaf_order, plan.wplus, plan.wminus, n_tasks)  # fmt: skip
+            return out
         if serial:
             _row_kernels.haar_lanes_range(flat, oflat, n, B, 0, n_lanes, *args)
         else:
@@ -436,6 +445,19 @@ def haar_transform(X, tree, *, axis=-1, order="bfs"):
     leaves add no vector. The coefficients come from folder sums accumulated bottom-up,
     so the cost is O(number of nodes) per vector, at most O(n * depth), and no basis
     matrix is formed [1]_ [2]_.
+
+    The memory access follows the layout: long vectors along a short trailing run (rows of a
+    C-ordered matrix) are transformed one at a time in cache, in parallel over vectors (or,
+    for fewer vectors than threads, over subtrees); across rows whole row segments are
+    combined; Fortran-ordered input is transformed as its transpose, without a copy, and
+    gives Fortran-ordered output. On a perfect binary tree in ``"bfs"`` order the folder
+    sums of a level are the pairwise sums of the level below (the lifting scheme), as for
+    PyWavelets' ``wavedec(x, "haar")``, whose coefficients these are up to the sign of each
+    detail. Every path does the same floating-point operations, so the coefficients do not
+    depend on the layout or the number of threads. Working memory besides the output: per
+    thread, at most about ``max(32 MB, 128 n bytes)`` across rows and ``40 n`` bytes (plus
+    ``16`` per tree node) along rows; the 64-lane blocks used for short vectors and general
+    trees across rows hold ``512`` bytes per internal folder.
 
     References
     ----------

@@ -52,11 +52,12 @@ def _trees(n, rng):
 
 
 # (shape, axis): lanes one at a time (B == 1 and 1 < B < 16 with n >= 256), long lanes by
-# subtrees (n > 2^14), short lanes in transposed blocks (n < 256), row segments (B >= 16),
-# a 1-D vector
+# subtrees (n > 2^14; fewer lanes than threads: the subtrees in parallel), short lanes in
+# transposed blocks (n < 256), row segments (B >= 16), a 1-D vector
 LAYOUTS = [
     ((6, 512), 1),
     ((2, 1 << 15), 1),
+    ((1 << 15,), 0),
     ((3, 256, 5), 1),
     ((40, 64), 1),
     ((512, 20), 0),
