@@ -219,7 +219,7 @@ def output_groups(outputs):
 
 def _call(model, batch, **extra):
     if isinstance(batch, dict) or hasattr(batch, "keys"):
-        return model(**batch, **extra)
+        return model(**{**batch, **extra})  # skorg's output_attentions wins over the batch's
     return model(batch, **extra)
 
 
@@ -268,11 +268,16 @@ class Backend:
         if plan is None:
             if worst is not None:
                 err, kind, layer = worst
+                hint = (
+                    " The model is in training mode (dropout): call model.eval() first."
+                    if self.model.training
+                    else ""
+                )
                 raise RuntimeError(
                     f"{family(self.model)}: the softmax skorg intercepts differs from the "
                     f"model's own eager attentions (output_attentions) by {err:.3g} > "
                     f"{TOLERANCE:g} in {kind} layer {layer}; skorg cannot read this model "
-                    "exactly."
+                    f"exactly.{hint}"
                 )
             capture.probe = []
             self.mode = "outputs"
