@@ -19,8 +19,12 @@ breast cancer (569 x 30), both z-scored per column; 18 shuffled smooth 64 x 64 a
 matrices from ``skorg.datasets``; and, when torch, transformers and the offline MiniLM weights
 are installed, one all-MiniLM-L6-v2 attention tensor (query x key x head, 72 heads).
 
-Run ``python benchmarks/bench_organization_quality.py`` (about 10 minutes on 2 cores), or name
-datasets: ``python benchmarks/bench_organization_quality.py wine shuffled``.
+The ``runtime`` case times the default against the previous default (flexible trees,
+``emd_beta=1``) on a 512 x 512 matrix (best of three, same run).
+
+Run ``python benchmarks/bench_organization_quality.py`` (about 10 minutes on 2 quiet cores),
+or name datasets: ``python benchmarks/bench_organization_quality.py wine shuffled runtime``;
+``--only "skorg a,skorg b"`` runs just those skorg rows (and the default).
 """
 
 from __future__ import annotations
@@ -48,17 +52,18 @@ SCIPY = {
 
 SKORG = {
     "skorg default": {},
+    "skorg previous default (flexible)": {"tree_method": "flexible", "emd_beta": 1.0},
     "skorg flexible beta=0": {"emd_beta": 0.0, "tree_method": "flexible"},
-    "skorg average": {"tree_method": "average"},
+    "skorg average": {"tree_method": "average", "emd_beta": 1.0},
     "skorg average beta=0": {"tree_method": "average", "emd_beta": 0.0},
-    "skorg ward": {"tree_method": "ward"},
+    "skorg ward": {"tree_method": "ward", "emd_beta": 1.0},
     "skorg ward beta=0": {"tree_method": "ward", "emd_beta": 0.0},
-    "skorg single": {"tree_method": "single"},
+    "skorg single": {"tree_method": "single", "emd_beta": 1.0},
     "skorg complete beta=0": {"tree_method": "complete", "emd_beta": 0.0},
-    "skorg bisection": {"tree_method": "bisection"},
-    "skorg select": {"tree_method": "select"},
+    "skorg bisection": {"tree_method": "bisection", "emd_beta": 1.0},
+    "skorg select": {"tree_method": "select", "emd_beta": 1.0},
     "skorg select beta=0": {"tree_method": "select", "emd_beta": 0.0},
-    "skorg hybrid": {"tree_method": "hybrid"},
+    "skorg hybrid": {"tree_method": "hybrid", "emd_beta": 1.0},
     "skorg hybrid beta=0": {"tree_method": "hybrid", "emd_beta": 0.0},
     "skorg hybrid ward/single beta=0": {
         "tree_method": "hybrid",
@@ -120,11 +125,11 @@ def run_methods(X, include_spectral=True):
         start = time.perf_counter()
         org = QuestionnaireOrganizer(**params).fit(X)
         out[name] = (org.trees_, org.orders_, time.perf_counter() - start)
-    for name, (method, metric) in SCIPY.items():
+    for name, (method, metric) in SCIPY.items() if BASELINES else ():
         start = time.perf_counter()
         trees, orders = scipy_trees(X, method, metric)
         out[name] = (trees, orders, time.perf_counter() - start)
-    if include_spectral and X.ndim == 2:
+    if include_spectral and BASELINES and X.ndim == 2:
         from sklearn.cluster import SpectralBiclustering, SpectralCoclustering
 
         Xp = X - X.min() + 1e-9  # both need non-negative data
@@ -227,6 +232,28 @@ def bench_minilm():
     return rows
 
 
+def bench_runtime(n=512, repeats=3):
+    """The default against the previous default (flexible tree, emd_beta=1) at n x n."""
+    X = make_shuffled_matrix(n, n, kind="band", noise=0.05, random_state=0).X
+    configs = {
+        "previous default (flexible, beta=1)": {"tree_method": "flexible", "emd_beta": 1.0},
+        "skorg default": {},
+    }
+    for params in configs.values():  # compile every kernel first
+        QuestionnaireOrganizer(n_iter=1, **params).fit(X[:64, :64])
+    best = dict.fromkeys(configs, np.inf)
+    for _ in range(repeats):
+        for name, params in configs.items():
+            start = time.perf_counter()
+            QuestionnaireOrganizer(**params).fit(X)
+            best[name] = min(best[name], time.perf_counter() - start)
+    base = best["previous default (flexible, beta=1)"]
+    print(f"\n## runtime {n} x {n}, best of {repeats}")
+    for name, secs in best.items():
+        print(f"{name:<40}{secs:>8.3f} s{secs / base:>8.2f}x")
+    return best
+
+
 def main(names):
     runs = {
         "digits": lambda: bench_labelled("digits"),
@@ -234,15 +261,20 @@ def main(names):
         "breast_cancer": lambda: bench_labelled("breast_cancer"),
         "shuffled": bench_shuffled,
         "minilm": bench_minilm,
+        "runtime": bench_runtime,
     }
     for name in names or runs:
         runs[name]()
 
 
 ONLY = []  # --only "skorg a,skorg b": run just these skorg methods (and the default)
+BASELINES = True  # --no-baselines: skip SciPy and scikit-learn
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if "--no-baselines" in args:
+        BASELINES = False
+        args.remove("--no-baselines")
     if "--only" in args:
         i = args.index("--only")
         ONLY.extend(args[i + 1].split(","))

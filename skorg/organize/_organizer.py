@@ -89,13 +89,15 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
     emd_dtype : {"float64", "float32"}, default="float64"
         Precision of the tree-EMD features and sums; ``"float32"`` is faster
         (twice the SIMD width) with distances accurate to about 1e-6 relative.
-    tree_method : str, callable or list of those, default="flexible"
+    tree_method : str, callable or list of those, default="average"
         The tree builder of each axis (one for all, or one per axis):
         ``"flexible"``, ``"average"``, ``"complete"``, ``"single"``,
-        ``"weighted"``, ``"ward"``, ``"bisection"`` or a callable
-        ``f(distances=..., affinity=...) -> PartitionTree``; see
+        ``"weighted"``, ``"ward"``, ``"hybrid"``, ``"bisection"``,
+        ``"select"`` or a callable ``f(distances=..., affinity=...) ->
+        PartitionTree``; see :func:`~skorg.organize.questionnaire`,
         :func:`~skorg.trees.build_tree` and the user guide, "choosing a tree
-        builder". The presets pin ``"flexible"``.
+        builder" (the default, average linkage of the tree EMD, was chosen
+        there). The presets pin ``"flexible"``.
     tree_params : dict, default=None
         Extra arguments of the tree builders (e.g. ``merge_tolerance``).
     early_stopping : {"unchanged", "objective", "never"}, default="unchanged"

@@ -57,7 +57,9 @@ DEFAULTS = {
     "tree_constant": 1.0,
     "schedule": "alternating",
     "ordering": "emd_olo",
-    "tree_method": "flexible",
+    # chosen by benchmarks/bench_organization_quality.py (user guide, "choosing a tree
+    # builder"): average linkage of the tree EMD
+    "tree_method": "average",
 }
 
 
@@ -246,15 +248,22 @@ def questionnaire(
         axis.
     tree_constant : float or sequence of float, default=1.0
         Flexible-tree constant of each axis.
-    tree_method : str, callable or sequence of those, default="flexible"
+    tree_method : str, callable or sequence of those, default="average"
         The tree builder of each axis (one, or one per axis), see
         :func:`~skorg.trees.build_tree`: ``"flexible"`` (the paper's flexible tree of the
         affinity), the linkage rules ``"average"``, ``"complete"``, ``"single"``,
         ``"weighted"``, ``"ward"`` (:func:`~skorg.trees.hierarchical_tree` of the tree EMD,
-        or of ``1 - A / max A`` for the initial cosine affinity), ``"bisection"``
-        (:func:`~skorg.trees.bisection_tree` of the affinity) or a callable
-        ``f(distances=..., affinity=...) -> PartitionTree``. The presets pin
-        ``"flexible"``. Axes on the sparse path take ``"flexible"`` only.
+        or of ``1 - A / max A`` for the initial cosine affinity), ``"hybrid"``
+        (:func:`~skorg.trees.hybrid_tree`), ``"bisection"``
+        (:func:`~skorg.trees.bisection_tree` of the affinity), ``"select"`` (per axis and
+        step, the candidate among average and hybrid linkage whose Haar expansion of X on
+        all current trees has the smallest l1 norm) or a callable
+        ``f(distances=..., affinity=...) -> PartitionTree``. The default (average linkage)
+        was chosen by the organization-quality benchmark (user guide,
+        "choosing a tree builder"); the presets pin ``"flexible"``. Axes on the sparse path
+        take ``"flexible"`` only (the default gives way to it there). Inside the iteration
+        the linkage trees skip SciPy's optimal leaf ordering (the tree EMD sees partitions
+        only); ``ordering`` gives the organized order.
     tree_params : dict, optional
         Extra arguments of the builders (for example ``{"merge_tolerance": 0.05}``).
     early_stopping : {"unchanged", "objective", "never"}, default="unchanged"
@@ -362,7 +371,11 @@ def questionnaire(
     init_params = dict(init_affinity_params or {})
     sparse = sparse_axes(X.shape, affinity_mode, n_neighbors)
     X = _densify_for_knn(X, sparse)
-    methods = _tree_methods(p["tree_method"], ndim, sparse)
+    # the default builder gives way to the flexible tree on axes that take the sparse path
+    default_method = tree_method is None and (
+        preset is None or "tree_method" not in PRESETS[preset]
+    )
+    methods = _tree_methods(p["tree_method"], ndim, sparse, default_method)
     builder_params = dict(tree_params or {})
     p.update(
         affinity_mode=affinity_mode,
@@ -523,8 +536,8 @@ def questionnaire(
     )
 
 
-def _tree_methods(value, ndim, sparse):
-    """One tree method per axis, checked."""
+def _tree_methods(value, ndim, sparse, default=False):
+    """One tree method per axis, checked (the default one is "flexible" on sparse axes)."""
     if isinstance(value, (list, tuple)):
         if len(value) != ndim:
             raise ValueError(
@@ -540,7 +553,9 @@ def _tree_methods(value, ndim, sparse):
                 f"tree_method must be one of {(*TREE_METHODS, 'select')} or a callable, got {m!r} "
                 f"for axis {axis}."
             )
-        if sparse[axis] and m != "flexible":
+        if sparse[axis] and m != "flexible" and default:
+            methods[axis] = "flexible"
+        elif sparse[axis] and m != "flexible":
             raise ValueError(
                 f"axis {axis} takes the sparse k-NN path, which builds flexible trees only; "
                 f"got tree_method={m!r}. Use affinity_mode='dense' or tree_method='flexible'."

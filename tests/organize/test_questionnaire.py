@@ -30,7 +30,14 @@ def test_reference_2d_holder_preset_jacobi(reference):
 
 def test_reference_2d_plain_alternating(reference):
     data = reference("quest2d_plain")
-    res = questionnaire(data["X"], n_iter=3, emd_alpha=0.0, emd_beta=1.0, early_stopping="never")
+    res = questionnaire(
+        data["X"],
+        n_iter=3,
+        emd_alpha=0.0,
+        emd_beta=1.0,
+        tree_method="flexible",
+        early_stopping="never",
+    )  # the reference implementation's builder
     got = trees_by_iteration(res)
     assert got[(0, 0)].same_partitions(ref_tree(data, "row_iter00"))
     for k in range(1, 4):
