@@ -201,7 +201,8 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_rows, n_columns) or (n_0, n_1, ..., n_d)
-            Finite values, at least 2 entries on every axis.
+            Finite values, at least 2 entries on every axis. Multiplying X by any positive
+            factor (1e-150 to 1e150 are tested) gives the same trees and orders.
         y : None
             Ignored.
 
@@ -296,7 +297,8 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
 
         Minus the mean over rows of ``||H x||_1 / (sqrt(m) ||x||_2)``, with H
         the Haar transform on the trees of axes 1.. (m entries per row); rows
-        of zeros are skipped. Values lie in [-1, 0).
+        of zeros are skipped. Values lie in [-1, 0) and do not change when a row
+        is multiplied by a positive factor (rows near 1e300 included).
 
         Parameters
         ----------

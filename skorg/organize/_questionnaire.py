@@ -140,7 +140,10 @@ def questionnaire(
     Parameters
     ----------
     X : array-like of shape (n_0, n_1, ..., n_{d-1}), d >= 2
-        Finite values; every axis needs at least 2 entries.
+        Finite values; every axis needs at least 2 entries. The trees and orders do not
+        depend on the units of X: the tree EMD steps see X scaled exactly (by a power of two)
+        to largest magnitude in [0.5, 1), and the learned ``distances`` are returned in X's
+        units.
     n_iter : int, default=3
         Number of sweeps over the axes.
     init_affinity : {"cosine", "correlation", "gaussian"} or callable, default="cosine"
