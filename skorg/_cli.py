@@ -131,6 +131,8 @@ def _block_value(text):
     return value
 
 
+# Questionnaire iterations: the trees settle within a few; each costs a full sweep.
+MAX_ITER = 100
 # Seeds of numpy's generators (and of the shuffles the reports draw).
 SEED_MAX = 2**32 - 1
 # The command line organizes axes up to this length on the dense path (several
@@ -452,7 +454,12 @@ def _add_synthetic(parser, n_iter_default):
         help=f"random seed, 0 to {SEED_MAX} (default 0)",
     )
     if n_iter_default is not None:
-        group.add_argument("--n-iter", type=_positive(int, 1), default=n_iter_default)
+        group.add_argument(
+            "--n-iter",
+            type=_positive(int, 1, MAX_ITER),
+            default=n_iter_default,
+            help=f"questionnaire iterations, 1 to {MAX_ITER} (default {n_iter_default})",
+        )
 
 
 def _add_attention_options(parser, *, max_length=32, prune_steps=11, n_random=5):
@@ -464,9 +471,9 @@ def _add_attention_options(parser, *, max_length=32, prune_steps=11, n_random=5)
     )
     parser.add_argument(
         "--prune-steps",
-        type=_positive(int, 2),
+        type=_positive(int, 2, 201),
         default=prune_steps,
-        help=f"points on each pruning curve (default {prune_steps})",
+        help=f"points on each pruning curve, 2 to 201 (default {prune_steps})",
     )
     parser.add_argument(
         "--n-random",
@@ -658,9 +665,9 @@ def _build_parser():
     _add_synthetic(org, None)
     org.add_argument(
         "--n-iter",
-        type=_positive(int, 1),
+        type=_positive(int, 1, MAX_ITER),
         default=None,
-        help="questionnaire iterations (default: the preset's)",
+        help=f"questionnaire iterations, 1 to {MAX_ITER} (default: the preset's)",
     )
     org.set_defaults(func=_organize)
 

@@ -92,6 +92,8 @@ def test_output_folder_never_mixes_runs(capsys, tmp_path):
         (["paraproduct-check", "--model", "none", "--M", "1e308"], "must lie in [-1e300"),
         (["organize", "--synthetic", "--compress", "nan"], "expected a finite number"),
         (["demo", "--max-length", "x"], "expected a number"),
+        (["organize", "--synthetic", "--n-iter", "100000"], "argument --n-iter: must be at most"),
+        (["demo", "--prune-steps", "100000"], "argument --prune-steps: must be at most 201"),
         (["nonsense"], "invalid choice"),
     ],
 )

@@ -280,7 +280,8 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
             Finite values, at least 2 entries on every axis. A pandas or polars DataFrame
             or an xarray DataArray gives its labels to ``axis_names_``; an AnnData gives
             ``X`` (sparse or dense) with its ``obs_names`` and ``var_names`` (see
-            :func:`skorg.io.from_anndata` for a layer).
+            :func:`skorg.io.from_anndata` for a layer). Multiplying X by any positive
+            factor (1e-150 to 1e150 are tested) gives the same trees and orders.
         y : None
             Ignored.
 
@@ -469,7 +470,8 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
 
         Minus the mean over rows of ``||H x||_1 / (sqrt(m) ||x||_2)``, with H
         the Haar transform on the trees of axes 1.. (m entries per row); rows
-        of zeros are skipped. Values lie in [-1, 0).
+        of zeros are skipped. Values lie in [-1, 0) and do not change when a row
+        is multiplied by a positive factor (rows near 1e300 included).
 
         Parameters
         ----------

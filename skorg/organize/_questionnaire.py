@@ -231,7 +231,10 @@ def questionnaire(
         (long axes) densifies X once, only when the dense copy fits in ``working_memory``
         (otherwise it raises before starting). Distances and affinities equal those of
         ``X.toarray()`` to rounding (about 1e-15 relative), so the trees and orders are the
-        same unless the data has exact ties, which rounding may break either way.
+        same unless the data has exact ties, which rounding may break either way. The trees
+        and orders do not depend on the units of X: the tree EMD steps see X scaled exactly
+        (by a power of two) to largest magnitude in [0.5, 1), and the learned ``distances``
+        are returned in X's units.
     n_iter : int, default=3
         Number of sweeps over the axes.
     init_affinity : {"cosine", "correlation", "gaussian"} or callable, default="cosine"

@@ -171,6 +171,11 @@ def _check_tree(tree, name="tree"):
 
 def _check_array(X, name="X", min_ndim=1):
     """A finite float32/float64 array (other real dtypes become float64)."""
+    if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse, without importing it
+        raise TypeError(
+            f"{name} is a sparse matrix ({type(X).__name__}); the Haar transforms need a dense "
+            f"array: pass {name}.toarray()."
+        )
     X = np.asarray(X)
     if X.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}.")

@@ -162,8 +162,7 @@ def _check_matrix(f, name="f"):
             f, dtype=np.float64, ensure_all_finite=True, ensure_2d=True, input_name=name, copy=False
         )
     except ValueError as exc:
-        message = str(exc)
-        raise ValueError(message if name in message else f"{name}: {message}") from None
+        raise ValueError(f"{name}: {exc}") from None
     f = np.asarray(f, dtype=np.float64)
     if f.size and float(np.max(np.abs(f))) > MAX_LOGIT:
         raise ValueError(

@@ -90,9 +90,11 @@ def softmax_invariance_check(
         ``rel_omitted``, ``factor_max`` (largest first-derivative factor the
         variant uses over ``scales``: ``max |Ds|`` for ``softmax``,
         ``max exp(u)/Z`` for ``softmax_exp``, 1 for ``softmax_collapsed``),
-        ``jacobian_max`` (the true ``max |Ds|`` at the averages, at most 1/4) and
+        ``jacobian_max`` (the true ``max |Ds|`` at the averages, at most 1/4; NaN
+        without an expanded scale) and
         ``log10_exp_Pf_max`` (``log10`` of the largest ``exp(P_{j,j'} f)`` of
-        the raw logits over ``scales``: the factor the paper sets to 1).
+        the raw logits over ``scales``: the factor the paper sets to 1; NaN when
+        there is no scale to expand, e.g. a single row and column).
 
     Notes
     -----

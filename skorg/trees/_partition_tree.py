@@ -260,6 +260,8 @@ class PartitionTree:
         """
         levels = _as_int_array(levels, "levels", 2)
         n = levels.shape[1]
+        if levels.shape[0] < 1:
+            raise ValueError(f"levels must hold at least one level, got shape {levels.shape}.")
         if n < 1:
             raise ValueError("levels must describe at least one point.")
         if np.any(levels[0] != levels[0, 0]):
