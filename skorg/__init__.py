@@ -9,7 +9,7 @@ The estimators are re-exported here; the topical subpackages hold everything els
 
 __version__ = "0.1.0.dev0"
 
-from . import datasets, metrics, organize, transforms, trees
+from . import datasets, io, metrics, organize, transforms, trees
 from ._config import config_context, get_config, set_config
 from .organize import QuestionnaireOrganizer, questionnaire
 from .transforms import ParaproductDecomposer, TreeHaarTransform
@@ -24,6 +24,7 @@ __all__ = [
     "config_context",
     "datasets",
     "get_config",
+    "io",
     "metrics",
     "organize",
     "questionnaire",
