@@ -9,7 +9,7 @@ The estimators are re-exported here; the topical subpackages hold everything els
 
 __version__ = "0.1.0.dev0"
 
-from . import datasets, graphs, metrics, organize, transforms, trees
+from . import datasets, graphs, io, metrics, organize, transforms, trees
 from ._config import config_context, get_config, set_config
 from .organize import QuestionnaireOrganizer, questionnaire
 from .transforms import ParaproductDecomposer, TreeHaarTransform
@@ -25,6 +25,7 @@ __all__ = [
     "datasets",
     "get_config",
     "graphs",
+    "io",
     "metrics",
     "organize",
     "questionnaire",

@@ -39,6 +39,9 @@ def _model_bars(progress):
         yield
         return
     try:
+        # without torch, transformers must not be imported here: it would remember that
+        # torch is missing; the loader reports the missing extra instead
+        import torch  # noqa: F401
         from transformers.utils import logging as hf_logging
     except ImportError:  # the caller reports the missing extra
         yield
@@ -723,20 +726,25 @@ def main(argv=None):
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse reports bad arguments itself, with exit code 2
         return exc.code if isinstance(exc.code, int) else 2
+    from .report._progress import close_open_bars
+
     start = time.perf_counter()
     _note_compilation(args)
     try:
         code = args.func(args)
     except MissingExtraError as exc:
+        close_open_bars()
         print(f"skorg: error: {exc}", file=sys.stderr)
         return 2
     except (UsageError, InputError) as exc:
+        close_open_bars()  # the reason goes on a line of its own
         print(f"skorg: error: {exc}", file=sys.stderr)
         return 2
     except MemoryError as exc:
         print(f"skorg: error: not enough memory: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        close_open_bars()
         print("skorg: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the last resort: one line, never a traceback

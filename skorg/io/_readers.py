@@ -162,6 +162,12 @@ def _describe_cell(value):
         pass
     else:
         return f"{value!r} is a complex number; keep its real part or magnitude"
+    try:
+        np.datetime64(text)
+    except ValueError:
+        pass
+    else:
+        return f"{value!r} is a date or time; convert it to a number first"
     return f"{value!r} is not a number"
 
 

@@ -322,6 +322,9 @@ def _emd_two_trees(X, axis, plan1, plan2, dtype):
     return upper + upper.T
 
 
+_SPARSE_BLOCK_MB = 32.0
+
+
 def _folder_matrix(plan, n):
     """The sparse (n_folders, n) matrix of the plan: ``scale[f]`` on the points of folder f."""
     leaf_order, start, end, scale = plan
@@ -339,14 +342,17 @@ def _sparse_emd(Xs, plan, axis, dtype, working_memory):
 
     The features (weighted folder means) are built one block of folders at a time, a block
     small enough for its dense (m, block) features and their sparse product to stay within
-    ``working_memory`` MB; memory is the (m, m) result, the sparse input, a folder matrix of
-    ``sum |F|`` entries and one block.
+    32 MB (or ``working_memory`` MB if smaller); memory is the (m, m) result, the sparse
+    input, a folder matrix of ``sum |F|`` entries and one block.
     """
     M = Xs.T.tocsr() if axis == 0 else Xs.tocsr()  # tree on the rows of M, compare columns
     n, m = M.shape
     A = _folder_matrix(plan, n)
     k = A.shape[0]
-    step = max(1, min(k, int(working_memory * 2**20) // max(1, 24 * m)))
+    # blocks of at most 32 MB (or working_memory if smaller): the sums are the same, and the
+    # peak stays near that of the sparse input rather than of a dense copy
+    budget = min(float(working_memory), _SPARSE_BLOCK_MB) * 2**20
+    step = max(1, min(k, int(budget) // max(1, 24 * m)))
     D = np.zeros((m, m), dtype=np.float64)
     for lo in range(0, k, step):
         block = (A[lo : lo + step] @ M).T.toarray()
@@ -450,8 +456,9 @@ def tree_emd(
     X : array-like or sparse matrix of shape (n_rows, n_columns)
         Finite values. A SciPy sparse matrix is never densified: its features are built a
         block of folders at a time, each block's dense (n_columns, block) features within
-        sklearn's ``working_memory``; memory is then the (n_columns, n_columns) result, X, a
-        sparse folder matrix of ``sum |F|`` (about ``n_rows x depth``) entries and one block.
+        32 MB (or sklearn's ``working_memory`` if smaller); memory is then the
+        (n_columns, n_columns) result, X, a sparse folder matrix of ``sum |F|`` (about
+        ``n_rows x depth``) entries and one block.
     tree : PartitionTree
         A partition tree on the rows of X.
     alpha : float, default=0.0

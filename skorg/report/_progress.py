@@ -7,9 +7,16 @@ import time
 
 from .._progress import progress_bar, progress_enabled
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "close_open_bars"]
 
 _FORMAT = "[{n_fmt}/{total_fmt}] {desc} ({elapsed})"
+_OPEN = set()  # bars not yet closed: a failure closes them before its one-line reason
+
+
+def close_open_bars():
+    """End every bar still drawn (its line stays, followed by a newline)."""
+    for progress in list(_OPEN):
+        progress.close()
 
 
 class Progress:
@@ -78,6 +85,7 @@ class Progress:
                 mininterval=0,
                 dynamic_ncols=True,
             )
+            _OPEN.add(self)
             return
         self._bar.total = total
         self._bar.n = self.count
@@ -89,5 +97,11 @@ class Progress:
             return
         self._bar.n = self._bar.total
         self._bar.set_description_str(label)
-        self._bar.close()
-        self._bar = None
+        self.close()
+
+    def close(self):
+        """End the bar where it stands (after a failure, say)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        _OPEN.discard(self)

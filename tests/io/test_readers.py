@@ -107,7 +107,13 @@ def test_missing_values_are_reported_by_row_and_column(frame, tmp_path):
 
 @pytest.mark.parametrize(
     ("cell", "message"),
-    [("abc", "'abc' is not a number"), ("1+2j", "complex"), ("True", "boolean")],
+    [
+        ("abc", "'abc' is not a number"),
+        ("1+2j", "complex"),
+        ("True", "boolean"),
+        ("2024-05-01", "date or time"),
+        ("2024-05-01T10:30", "date or time"),
+    ],
 )
 def test_cells_that_are_not_numbers(frame, tmp_path, cell, message):
     text = frame.to_csv().splitlines()
