@@ -62,6 +62,7 @@ def test_gradient_flow_risk_is_non_increasing(normalization):
         assert flow.risk[-1] < flow.risk[0] - 0.05
 
 
+@pytest.mark.slow
 def test_flow_matches_sgd_and_the_gap_shrinks_with_dim():
     # one head, spike prior: the SGD order parameters approach the flow started from the same
     # initial order parameters as D grows (finite-D fluctuations are O(1 / sqrt(D)))
@@ -91,6 +92,7 @@ def test_flow_matches_sgd_and_the_gap_shrinks_with_dim():
     assert gaps[1024] < 0.03
 
 
+@pytest.mark.slow
 def test_sgd_noise_term_grows_the_overlaps_like_sgd():
     # at a large per-sample step the eta^2 noise term is what keeps q of SGD: without it the
     # flow misses q by far more than the finite-D fluctuations

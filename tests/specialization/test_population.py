@@ -35,6 +35,7 @@ def _random_model(dim, n_heads, normalization, seed, value_scale=0.3):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("normalization", NORMALIZATIONS)
 def test_population_risk_matches_monte_carlo_risk_of_the_weights(normalization):
     # an independent oracle: model_risk samples whole sequences and labels, at finite D
