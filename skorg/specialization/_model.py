@@ -79,7 +79,7 @@ def attention_forward(X, keys, biases, values, normalization, *, dim=None):
 
 
 class AttentionRegressor(torch.nn.Module):
-    """One-layer multi-head attention for the single-location task (arXiv 2603.03993).
+    """One-layer multi-head attention for the single-location task (see the user guide).
 
     Head ``h`` scores token ``l`` by ``s_{h,l} = x_l . k_h / sqrt(D) + b_h`` and reads the value
     ``z_{h,l} = x_l . v_h / sqrt(D)``; the prediction is ``sum_{h,l} a_{h,l} z_{h,l}``.

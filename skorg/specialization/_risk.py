@@ -14,9 +14,7 @@ __all__ = ["OrderParameters", "model_risk", "order_parameters"]
 
 @dataclass(frozen=True)
 class OrderParameters:
-    """The overlaps of the single-location model (Sagitova et al., arXiv 2603.03993).
-
-    Leading axes, if any, index records or replicas.
+    """The order parameters of a model (leading axes, if any, index records or replicas).
 
     Attributes
     ----------
@@ -29,6 +27,19 @@ class OrderParameters:
         ``v_h . v* / D``.
     value_overlap : ndarray of shape (..., n_heads, n_heads)
         ``v_h . v_g / D``.
+    key_value_overlap : ndarray of shape (..., n_heads, n_heads) or None
+        ``k_h . v_g / D`` (row: key head, column: value head).
+    value_key_alignment : ndarray of shape (..., n_heads, F) or None
+        ``v_h . k*_f / D``.
+    key_value_alignment : ndarray of shape (..., n_heads) or None
+        ``k_h . v* / D``.
+
+    Notes
+    -----
+    The first five fields are the ones the paper tracks; the last three complete the Gram matrix
+    of the weights and the target directions, which the population risk and its gradient flow
+    need in general (:func:`population_risk`). :func:`order_parameters` fills all eight;
+    :func:`train_online` records the first five (the last three are None there).
     """
 
     m: np.ndarray
@@ -36,6 +47,9 @@ class OrderParameters:
     biases: np.ndarray
     value_alignment: np.ndarray
     value_overlap: np.ndarray
+    key_value_overlap: np.ndarray | None = None
+    value_key_alignment: np.ndarray | None = None
+    key_value_alignment: np.ndarray | None = None
 
     @property
     def r(self):
@@ -82,7 +96,11 @@ def order_parameters(model, task):
     _check_pair(model, task)
     kstar = torch.from_numpy(task.key_directions)
     vstar = torch.from_numpy(task.value_direction)
-    return OrderParameters(*(t.numpy() for t in _order_tensors(*_weights(model), kstar, vstar)))
+    keys, biases, values = _weights(model)
+    base = [t.numpy() for t in _order_tensors(keys, biases, values, kstar, vstar)]
+    keys, values, D = keys.to(torch.float64), values.to(torch.float64), task.dim
+    extra = (keys @ values.T / D, values @ kstar.T / D, keys @ vstar / D)
+    return OrderParameters(*base, *(t.numpy() for t in extra))
 
 
 def _check_pair(model, task):

@@ -197,7 +197,7 @@ def flipped_spike_prior(theta):
 
 
 class SingleLocationTask:
-    """The single-location regression task of [1]_.
+    """The single-location regression task of [1]_ (see the user guide).
 
     A sequence holds ``n_tokens`` tokens in R^dim, all ``N(0, I)`` except the relevant one at a
     uniformly random position ``e``, shifted by ``sum_f theta_f k*_f / sqrt(dim)`` with

@@ -1,0 +1,283 @@
+"""The effective dynamics: the high-dimensional limit of online SGD on the order parameters."""
+
+import numbers
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from ._model import _check_normalization
+from ._population import _check_count, _check_task, _Draws, _pack, _risk_core, _sgd_noise, _unpack
+from ._risk import OrderParameters
+
+__all__ = ["FlowTrajectory", "integrate_flow"]
+
+
+@dataclass(frozen=True)
+class FlowTrajectory:
+    """Order parameters of one run of the effective dynamics, against ``t = samples seen / D``.
+
+    The same interface as :class:`TrainingHistory` (``t``, ``order``, ``risk``, ``m``), so
+    :func:`specialization_events` and the other analyses run on either.
+
+    Attributes
+    ----------
+    t : ndarray of shape (n_records,)
+    order : OrderParameters
+        All eight fields, each with a leading axis of length ``n_records``.
+    risk : ndarray of shape (n_records,)
+        The population risk (Monte Carlo with the flow's common random numbers).
+    risk_std_error : ndarray of shape (n_records,)
+        Its Monte Carlo standard error.
+    learning_rate, value_learning_rate, bias_learning_rate : float
+    sgd_noise : bool
+    params : dict
+        The integration settings and the solver's statistics.
+    """
+
+    t: np.ndarray
+    order: OrderParameters
+    risk: np.ndarray
+    risk_std_error: np.ndarray
+    learning_rate: float
+    value_learning_rate: float
+    bias_learning_rate: float
+    sgd_noise: bool
+    params: dict = field(default_factory=dict)
+
+    @property
+    def m(self):
+        """Alignments ``m_{h,f}``, shape (n_records, n_heads, F)."""
+        return self.order.m
+
+
+def _rate(name, val, default):
+    val = default if val is None else val
+    if not (isinstance(val, numbers.Real) and not isinstance(val, bool) and np.isfinite(val)):
+        raise ValueError(f"{name} must be a finite positive number, got {val!r}.")
+    if val <= 0:
+        raise ValueError(f"{name} must be a finite positive number, got {val!r}.")
+    return float(val)
+
+
+def _derivative(omega, T, b, draws, normalization, noise, lam, lam_b, with_noise):
+    """Time derivatives of (omega, T, b) for every initialization (see the user guide)."""
+    _, _, (g_omega, g_T, g_b) = _risk_core(omega, T, b, draws, normalization, noise, grad=True)
+    # G: gradient of the mean per-sample loss R / 2 with respect to the Gram matrix of
+    # (weights, targets), entry by entry; the weight-target block is shared by two entries
+    G_ww = 0.25 * (g_omega + np.swapaxes(g_omega, 1, 2))
+    half_GT = 0.25 * g_T
+    A = G_ww @ omega + half_GT @ np.swapaxes(T, 1, 2)
+    LA = lam[None, :, None] * A
+    d_omega = -2.0 * (LA + np.swapaxes(LA, 1, 2))
+    if with_noise:
+        import torch
+
+        N = _sgd_noise(*(torch.from_numpy(x) for x in (omega, T, b)), draws, normalization, noise)
+        d_omega = d_omega + np.outer(lam, lam)[None] * N.numpy()
+    d_T = -2.0 * lam[None, :, None] * (G_ww @ T + half_GT)
+    d_b = -lam_b * 0.5 * g_b
+    return d_omega, d_T, d_b
+
+
+def integrate_flow(
+    initial,
+    task,
+    normalization="softmax",
+    *,
+    t_max=10.0,
+    learning_rate=0.5,
+    value_learning_rate=None,
+    bias_learning_rate=None,
+    train_keys=True,
+    train_biases=True,
+    train_values=True,
+    sgd_noise=True,
+    record_every=0.1,
+    n_samples=1024,
+    random_state=0,
+    rtol=1e-4,
+    atol=1e-6,
+    method="RK45",
+    progress=False,
+    n_threads=1,
+):
+    """Integrate the effective dynamics of online SGD from one or many initial order parameters.
+
+    Parameters
+    ----------
+    initial : OrderParameters
+        All eight fields (:func:`random_initial_order` or :func:`order_parameters`); a leading
+        axis indexes independent initializations, integrated together (vectorized).
+    task : SingleLocationTask
+        The prior, ``L`` and the noise; ``D`` only matters through the initial condition.
+    normalization : {"softmax", "softmax1", "bayes_softmax"}, default="softmax"
+    t_max : float, default=10.0
+        Length in ``t = samples seen / D``.
+    learning_rate : float, default=0.5
+        Key step ``eta`` per sample, as in :func:`train_online`.
+    value_learning_rate : float, default=None
+        Value step per sample; ``learning_rate`` when None.
+    bias_learning_rate : float, default=None
+        Bias rate per unit of ``t``: :func:`train_online`'s per-sample bias step times ``D``.
+        ``learning_rate`` when None, which matches :func:`train_online`'s default.
+    train_keys, train_biases, train_values : bool, default=True
+    sgd_noise : bool, default=True
+        Include the ``eta^2`` term by which the online-SGD noise grows the weight overlaps
+        (which does not vanish as ``D`` grows at a fixed per-sample step). With False the
+        dynamics is the gradient flow of the population risk, whose risk never increases.
+    record_every : float, default=0.1
+    n_samples : int, default=1024
+        Common random numbers of the Monte Carlo risk (see :func:`population_risk`); the risk
+        standard error at every record is in :attr:`FlowTrajectory.risk_std_error`.
+    random_state : int, Generator or None, default=0
+    rtol, atol : float, default=1e-4, 1e-6
+        Tolerances of :func:`scipy.integrate.solve_ivp`.
+    method : str, default="RK45"
+    progress : bool, default=False
+        Show a tqdm progress bar in ``t`` (when tqdm is installed).
+    n_threads : int or None, default=1
+        Torch threads during the integration (restored afterwards). The tensors are small, and
+        on a loaded machine one thread is many times faster than several; None leaves torch's
+        setting alone.
+
+    Returns
+    -------
+    FlowTrajectory or list of FlowTrajectory
+        A list when ``initial`` has a leading axis.
+
+    Notes
+    -----
+    Writing ``Omega`` for the Gram matrix (divided by ``D``) of the weights and the target
+    directions and ``G`` for the gradient of the mean per-sample loss ``R / 2`` with respect to
+    it, one SGD step moves a weight ``w_a`` by ``-eta_a (2 / D) sum_b G_ab w_b`` on average,
+    and ``D`` steps make one unit of ``t``; hence
+
+    ``dOmega/dt = -2 (Lambda G Omega + Omega G Lambda) + Lambda N Lambda``,
+
+    with ``Lambda`` the diagonal of the learning rates (zero on the fixed target directions)
+    and ``N_ac = E sum_l gamma_{a,l} gamma_{c,l}`` the covariance of the per-sample gradients
+    (the SGD noise, weight-weight block only); the biases follow ``db/dt = -eta_b dR/(2 db)``.
+    See the user guide for the derivation and its assumptions.
+
+    Examples
+    --------
+    >>> from skorg.specialization import SingleLocationTask, spike_prior, random_initial_order
+    >>> task = SingleLocationTask(spike_prior([2.0]), dim=1000)
+    >>> start = random_initial_order(task, n_heads=1, random_state=0)
+    >>> flow = integrate_flow(start, task, t_max=2.0, record_every=1.0, n_samples=256)
+    >>> flow.t
+    array([0., 1., 2.])
+    >>> bool(flow.risk[-1] < flow.risk[0])
+    True
+    """
+    _check_task(task)
+    _check_normalization(normalization)
+    _check_count("n_samples", n_samples, 2)
+    t_max = _rate("t_max", t_max, None)
+    record_every = _rate("record_every", record_every, None)
+    learning_rate = _rate("learning_rate", learning_rate, None)
+    value_learning_rate = _rate("value_learning_rate", value_learning_rate, learning_rate)
+    bias_learning_rate = _rate("bias_learning_rate", bias_learning_rate, learning_rate)
+    for name, val in (("rtol", rtol), ("atol", atol)):
+        _rate(name, val, None)
+    omega0, T0, b0, lead = _pack(initial, task)
+    if len(lead) > 1:
+        raise ValueError(f"initial must have at most one leading axis, got {lead}.")
+    n, H = b0.shape
+    F = task.n_directions
+    lam = np.concatenate(
+        [
+            np.full(H, learning_rate if train_keys else 0.0),
+            np.full(H, value_learning_rate if train_values else 0.0),
+        ]
+    )
+    lam_b = bias_learning_rate if train_biases else 0.0
+    draws = _Draws(task, H, n_samples, random_state)
+    sizes = (4 * H * H, 2 * H * (F + 1), H)
+
+    def split(y):
+        a, b_, c = np.split(y.reshape(n, -1), np.cumsum(sizes)[:2], axis=1)
+        return (
+            np.ascontiguousarray(a.reshape(n, 2 * H, 2 * H)),
+            np.ascontiguousarray(b_.reshape(n, 2 * H, F + 1)),
+            np.ascontiguousarray(c),
+        )
+
+    bar = _progress_bar(progress, t_max)
+    n_eval = [0]
+
+    def fun(t, y):
+        n_eval[0] += 1
+        if bar is not None:
+            bar.update(min(t, t_max) - bar.n)
+        parts = _derivative(*split(y), draws, normalization, task.noise, lam, lam_b, sgd_noise)
+        return np.concatenate([p.reshape(n, -1) for p in parts], axis=1).ravel()
+
+    y0 = np.concatenate([omega0.reshape(n, -1), T0.reshape(n, -1), b0], axis=1).ravel()
+    n_rec = int(np.floor(t_max / record_every + 1e-9))
+    grid = np.unique(np.append(np.arange(n_rec + 1) * record_every, t_max))
+    start = time.perf_counter()
+    import torch
+
+    threads = torch.get_num_threads()
+    if n_threads is not None:
+        _check_count("n_threads", n_threads, 1)
+        torch.set_num_threads(int(n_threads))
+    try:
+        sol = solve_ivp(fun, (0.0, t_max), y0, method=method, t_eval=grid, rtol=rtol, atol=atol)
+    finally:
+        torch.set_num_threads(threads)
+        if bar is not None:
+            bar.close()
+    if not sol.success or not np.all(np.isfinite(sol.y)):
+        raise FloatingPointError(
+            f"the effective dynamics could not be integrated ({sol.message}); lower the "
+            "learning rates or t_max."
+        )
+    T_rec = sol.t.size
+    Y = sol.y.T.reshape(T_rec, n, -1)
+    omegas, Ts, bs = zip(*(split(Y[k].ravel()) for k in range(T_rec)), strict=True)
+    omegas, Ts, bs = np.stack(omegas, 1), np.stack(Ts, 1), np.stack(bs, 1)  # (n, T, ...)
+    flat = (omegas.reshape(n * T_rec, 2 * H, 2 * H), Ts.reshape(n * T_rec, 2 * H, F + 1))
+    risk, se, _ = _risk_core(*flat, bs.reshape(n * T_rec, H), draws, normalization, task.noise)
+    risk, se = risk.reshape(n, T_rec), se.reshape(n, T_rec)
+    params = dict(
+        normalization=normalization,
+        n_samples=n_samples,
+        random_state=random_state,
+        rtol=rtol,
+        atol=atol,
+        method=method,
+        n_evaluations=n_eval[0],
+        seconds=time.perf_counter() - start,
+        train_keys=train_keys,
+        train_biases=train_biases,
+        train_values=train_values,
+    )
+    out = [
+        FlowTrajectory(
+            t=sol.t.copy(),
+            order=_unpack(omegas[i], Ts[i], bs[i], (T_rec,), H, F),
+            risk=risk[i],
+            risk_std_error=se[i],
+            learning_rate=learning_rate,
+            value_learning_rate=value_learning_rate,
+            bias_learning_rate=bias_learning_rate,
+            sgd_noise=bool(sgd_noise),
+            params=params,
+        )
+        for i in range(n)
+    ]
+    return out if lead else out[0]
+
+
+def _progress_bar(progress, total):
+    if not progress:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # the bar is a convenience: without tqdm the run is silent
+        return None
+    return tqdm(total=total, desc="flow (t)", unit="t")
