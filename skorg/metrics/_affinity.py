@@ -153,8 +153,8 @@ def gaussian_affinity(X, *, n_neighbors=5, epsilon=1.0):
     >>> import numpy as np
     >>> from skorg.metrics import gaussian_affinity
     >>> gaussian_affinity(np.array([[0.0], [1.0], [3.0]]), n_neighbors=2).round(3)
-    array([[1.   , 0.368, 0.   ],
-           [0.368, 1.   , 0.009],
+    array([[1.   , 0.018, 0.   ],
+           [0.018, 1.   , 0.009],
            [0.   , 0.009, 1.   ]])
     """
     X = check_finite_array(X, "X", ndim=2, min_rows=1)
