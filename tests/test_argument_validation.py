@@ -1,0 +1,88 @@
+"""Regression tests for arguments that used to be accepted or failed unclearly: each now
+gives the right answer or an error that names the argument."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skorg.metrics import (
+    cosine_affinity,
+    diffusion_embedding,
+    knn_affinity,
+    landmark_diffusion_eigenpairs,
+    order_spearman,
+    sparse_diffusion_eigenpairs,
+    tree_emd,
+)
+from skorg.organize import leaf_order
+from skorg.transforms import haar_transform
+from skorg.trees import dyadic_tree
+
+
+def _gauss(n):
+    x = np.arange(float(n))
+    return np.exp(-(np.subtract.outer(x, x) ** 2) / 8)
+
+
+def test_order_spearman_needs_permutations_and_is_deterministic():
+    with pytest.raises(ValueError, match="order must be a permutation"):
+        order_spearman([0, 0, 0, 0], [0, 1, 2, 3])
+    with pytest.raises(TypeError, match="order must hold integer"):
+        order_spearman([0.5, 1, 2, 3], [0, 1, 2, 3])
+    assert order_spearman([3, 2, 1, 0], [0, 1, 2, 3]) == 1.0
+    assert order_spearman([1, 0, 2, 3], [0, 1, 2, 3]) == order_spearman([1, 0, 2, 3], [0, 1, 2, 3])
+
+
+def test_leaf_order_checks_the_distances_against_the_tree():
+    with pytest.raises(ValueError, match="tree is a tree on 10 points"):
+        leaf_order(dyadic_tree(10), np.zeros((7, 7)))
+    with pytest.raises(ValueError, match="distances must be square"):
+        leaf_order(dyadic_tree(7), np.zeros((7, 6)))
+    with pytest.raises(ValueError, match="distances"):
+        leaf_order(dyadic_tree(3), np.full((3, 3), np.nan))
+
+
+def test_haar_axis_must_be_an_integer():
+    with pytest.raises(TypeError, match="axis must be an integer"):
+        haar_transform(np.ones((2, 4)), dyadic_tree(4), axis="0")
+
+
+@pytest.mark.parametrize("t", [-1.0, np.nan, np.inf, "1"])
+def test_diffusion_time_must_be_finite_and_non_negative(t):
+    with pytest.raises(ValueError, match="diffusion_time"):
+        diffusion_embedding(_gauss(6), 1, diffusion_time=t)
+
+
+@pytest.mark.parametrize("tol", [np.nan, -1.0, "small"])
+def test_sparse_diffusion_tol(tol):
+    with pytest.raises(ValueError, match="tol"):
+        sparse_diffusion_eigenpairs(sp.csr_matrix(_gauss(8)), 3, tol=tol)
+
+
+@pytest.mark.parametrize(
+    ("landmarks", "match"),
+    [([0, 0, 2], "distinct"), ([-1, 1, 2], r"in \[0, 8\)"), ([0.5, 1, 2], "integer")],
+)
+def test_landmarks_must_be_distinct_valid_indices(landmarks, match):
+    A = _gauss(8)
+    with pytest.raises((ValueError, TypeError), match=match):
+        landmark_diffusion_eigenpairs(A[:, [0, 1, 2]], np.asarray(landmarks), 2)
+
+
+@pytest.mark.parametrize("func", [cosine_affinity, knn_affinity])
+def test_nan_threshold_is_refused(func):
+    X = np.random.default_rng(0).random((6, 3))
+    with pytest.raises(ValueError, match="threshold"):
+        func(X, threshold=np.nan)
+
+
+def test_sparse_input_where_dense_is_needed_is_named():
+    with pytest.raises(TypeError, match=r"X is a sparse matrix.*toarray"):
+        tree_emd(sp.csr_matrix(np.eye(4)), dyadic_tree(4))
+    with pytest.raises(TypeError, match=r"X is a sparse matrix.*toarray"):
+        haar_transform(sp.csr_matrix(np.eye(4)), dyadic_tree(4))
+
+
+def test_huge_emd_exponents_are_refused_not_overflowed():
+    with pytest.raises(ValueError, match=r"alpha=.*beta=.*float range"):
+        tree_emd(np.ones((4, 3)), dyadic_tree(4), alpha=-1e308)
