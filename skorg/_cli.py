@@ -726,7 +726,7 @@ def main(argv=None):
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse reports bad arguments itself, with exit code 2
         return exc.code if isinstance(exc.code, int) else 2
-    from .report._progress import close_open_bars
+    from .report import close_open_bars
 
     start = time.perf_counter()
     _note_compilation(args)

@@ -256,9 +256,9 @@ def test_attention_text_file_and_local_model_directory(capsys, tmp_path):
     heads = read_json(out_dir)["tables"]["head_scores"]
     assert sorted(r["head"] for r in heads) == ["L0H0", "L0H1", "L1H0", "L1H1"]
     assert read_json(out_dir)["summary"][0].startswith(f"Model: local model {model_dir}")
-    # one tqdm bar whose total is right from its first step: 2 samples + 5 steps
+    # one tqdm bar whose total is right from its first step: 2 samples + 7 steps
     counts = re.findall(r"\[(\d+)/(\d+)\]", err)
-    assert counts and {total for _, total in counts} == {"7"}, err
+    assert counts and {total for _, total in counts} == {"9"}, err
     assert counts[0][0] == "1" and counts[-1] == ("7", "7")
     assert f"loading {model_dir} ...\n" in err  # before the bar, not counted
 

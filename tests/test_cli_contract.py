@@ -117,7 +117,7 @@ def test_memory_budget_is_checked_before_organizing(capsys, tmp_path, monkeypatc
 
 def test_corrupt_npz_is_one_line(capsys, tmp_path):
     (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04 not really a zip")
-    assert_one_line_error(capsys, "cannot read", "organize", tmp_path / "bad.npz")
+    assert_one_line_error(capsys, "not a valid .npz", "organize", tmp_path / "bad.npz")
 
 
 def test_unexpected_failures_are_one_line_not_a_traceback(capsys, monkeypatch):

@@ -231,6 +231,23 @@ SPECS = [
         positional=("X",),
     ),
     Spec(
+        trees.hierarchical_tree,
+        lambda r: {"affinity": _affinity(r), "method": "average"},
+        arrays=("affinity",),
+        others=("method", "optimal_ordering"),
+    ),
+    Spec(
+        trees.hybrid_tree,
+        lambda r: {"affinity": _affinity(r)},
+        arrays=("affinity",),
+        others=("top", "bottom"),
+    ),
+    Spec(
+        trees.bisection_tree,
+        lambda r: {"affinity": _affinity(r)},
+        arrays=("affinity",),
+    ),
+    Spec(
         trees.flexible_tree,
         lambda r: {"affinity": _affinity(r), "tree_constant": 1.0},
         numbers=("tree_constant",),
@@ -681,6 +698,7 @@ COVERED_ELSEWHERE = {
     "inverse_bihaar_transform": "round trips in tests/transforms/test_haar.py",
     "inverse_trihaar_transform": "round trips in tests/transforms/test_haar.py",
     "sparse_axes": "internal helper re-exported for the organizer",
+    "build_tree": "dispatches to the builders fuzzed here (tests/trees/test_hierarchical.py)",
 }
 
 

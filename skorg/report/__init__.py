@@ -69,3 +69,4 @@ __all__ = [
 from ._attention import real_head_rows as real_head_rows
 from ._html import PLOT_HINT as PLOT_HINT
 from ._matrix import load_labelled as load_labelled
+from ._progress import close_open_bars as close_open_bars
