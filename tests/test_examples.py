@@ -17,10 +17,11 @@ SMALL = {
     "plot_grid_search_emd.py": [],  # SKORG_EXAMPLE_SMALL=1
     "plot_minilm_heads.py": [],  # small by default (3 sentences of 16 tokens)
     "plot_digits_vit_heads.py": [],  # small by default (10 epochs, 4 images)
+    "plot_effective_dynamics.py": ["--tiny"],
 }
 # run by tests/specialization/test_example.py (its small run takes a while on its own)
 ELSEWHERE = {"plot_head_specialization.py"}
-NEEDS_TORCH = {"plot_minilm_heads.py", "plot_digits_vit_heads.py"}
+NEEDS_TORCH = {"plot_minilm_heads.py", "plot_digits_vit_heads.py", "plot_effective_dynamics.py"}
 
 
 def test_every_example_is_run_by_a_test():
@@ -69,6 +70,14 @@ def test_example_runs_small(name, monkeypatch, capsys):
         assert organized < random
     elif name == "plot_paraproduct_softmax_invariance.py":
         assert "Reviewers' 4 x 4 test" in out and "softmax_collapsed" in out
+    elif name == "plot_effective_dynamics.py":
+        gaps = [float(g) for g in re.findall(r"max_t \|m_SGD - m_flow\| = ([\d.]+)", out)]
+        assert len(gaps) == 2 and all(0 <= g < 1 for g in gaps)  # D = 32, 64
+        # 2 initializations per learning rate: the Wilson 95% interval of k = 0 of n = 2 is
+        # [0, z^2 / (n + z^2)] = [0, 0.66] in closed form
+        held = re.findall(r"\s+\d+ \[([\d.]+), ([\d.]+)\]", out)
+        assert held and all((lo, hi) == ("0.00", "0.66") for lo, hi in held[:1])
+        assert "participation ratio" in out
     else:
         assert "network tensor (queries, keys, heads)" in out
         assert "ranking" in out and "sparsity" in out
