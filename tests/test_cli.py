@@ -259,7 +259,7 @@ def test_attention_text_file_and_local_model_directory(capsys, tmp_path):
     # one tqdm bar whose total is right from its first step: 2 samples + 7 steps
     counts = re.findall(r"\[(\d+)/(\d+)\]", err)
     assert counts and {total for _, total in counts} == {"9"}, err
-    assert counts[0][0] == "1" and counts[-1] == ("7", "7")
+    assert counts[0][0] == "1" and counts[-1] == ("9", "9")
     assert f"loading {model_dir} ...\n" in err  # before the bar, not counted
 
 
