@@ -174,7 +174,13 @@ def test_demo_minilm_carries_every_interval_and_p_value(minilm_report):
     }
     # two inputs: the exact paired test cannot go below 2 / 4
     assert all(r["p_value"] >= 0.5 for r in tests)
-    assert len(data["tables"]["head_entropy_tests"]) == 72
+    heads = data["tables"]["head_entropy_tests"]
+    assert len(heads) == 72
+    for r in heads:  # paired over inputs: the mean difference is the difference of the means
+        for other, suffix in (("token_order", ""), ("random_trees", "_random")):
+            assert r[f"difference{suffix}"] == pytest.approx(r["organized"] - r[other], abs=1e-9)
+            assert r[f"low{suffix}"] <= r[f"difference{suffix}"] <= r[f"high{suffix}"]
+            assert r[f"p_value{suffix}"] >= 0.5  # two inputs: the exact test's smallest p
     survey = {r["variant"]: r for r in data["tables"]["paraproduct_survey"]}
     assert all(r["heads"] == 72 for r in survey.values())
     assert survey["exact"]["share_within"] == 1.0

@@ -181,27 +181,40 @@ def entropy_test_rows(entropy_rows, *, random_state=0):
     return rows
 
 
-def head_entropy_rows(names, organized, token_order, *, random_state=0):
-    """Per head: organized against token-order bi-Haar entropy as a paired test over inputs."""
+def head_entropy_rows(names, organized, token_order, random_trees=None, *, random_state=0):
+    """Per head: organized against token-order (and random-tree) bi-Haar entropy, each as a
+    paired test over inputs."""
     from skorg.stats import paired_comparison
+
+    def test(other, h):
+        return paired_comparison(
+            organized[:, h], other[:, h], n_resamples=1000, random_state=random_state
+        ).to_dict()
 
     rows = []
     for h, name in enumerate(names):
-        test = paired_comparison(
-            organized[:, h], token_order[:, h], n_resamples=1000, random_state=random_state
-        ).to_dict()
-        rows.append(
-            {
-                "head": name,
-                "organized": float(organized[:, h].mean()),
-                "token_order": float(token_order[:, h].mean()),
-                "difference": test["difference"],
-                "low": test["low"],
-                "high": test["high"],
-                "p_value": test["p_value"],
-                "effect_size_dz": test["effect_size"],
-            }
-        )
+        token = test(token_order, h)
+        row = {
+            "head": name,
+            "organized": float(organized[:, h].mean()),
+            "token_order": float(token_order[:, h].mean()),
+            "difference": token["difference"],
+            "low": token["low"],
+            "high": token["high"],
+            "p_value": token["p_value"],
+            "effect_size_dz": token["effect_size"],
+        }
+        if random_trees is not None:
+            rand = test(random_trees, h)
+            row.update(
+                random_trees=float(random_trees[:, h].mean()),
+                difference_random=rand["difference"],
+                low_random=rand["low"],
+                high_random=rand["high"],
+                p_value_random=rand["p_value"],
+                effect_size_dz_random=rand["effect_size"],
+            )
+        rows.append(row)
     return rows
 
 
