@@ -630,12 +630,8 @@ def multi_tree_emd(
     return _unscaled(D, s).astype(dtype, copy=False)
 
 
-def _multi_tree_emd(
-    X, trees, axis, alphas, betas, exclude_singletons, folder_weights, dtype, n_jobs, working_memory
-):
-    """:func:`multi_tree_emd` of a validated finite X, with the feature dtype resolved;
-    returns float64 distances."""
-    ndim = X.ndim
+def _axis_and_trees(axis, trees, ndim):
+    """The compared axis (checked, non-negative) and ``{other axis: tree}``."""
     if isinstance(axis, bool) or not isinstance(axis, Integral) or not -ndim <= axis < ndim:
         raise ValueError(f"axis must be an integer in [-{ndim}, {ndim}), got {axis!r}.")
     axis = int(axis) % ndim
@@ -649,7 +645,16 @@ def _multi_tree_emd(
         raise ValueError(
             f"trees has one entry per axis, so trees[{axis}] (the compared axis) must be None."
         )
-    tree_map = _per_axis(trees, ndim, axis, "trees", lambda t, name: t)
+    return axis, _per_axis(trees, ndim, axis, "trees", lambda t, name: t)
+
+
+def _multi_tree_emd(
+    X, trees, axis, alphas, betas, exclude_singletons, folder_weights, dtype, n_jobs, working_memory
+):
+    """:func:`multi_tree_emd` of a validated finite X, with the feature dtype resolved;
+    returns float64 distances."""
+    ndim = X.ndim
+    axis, tree_map = _axis_and_trees(axis, trees, ndim)
     alpha_map = _per_axis(alphas, ndim, axis, "alphas", _check_real)
     beta_map = _per_axis(betas, ndim, axis, "betas", _check_real)
     single_map = _per_axis(

@@ -7,7 +7,7 @@ affinity (:func:`knn_tree_emd_affinity`).
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 
@@ -55,21 +55,12 @@ def tree_emd_embedding(
     >>> bool(np.allclose(cdist(F, F, "cityblock"), multi_tree_emd(X, trees, axis=0)))
     True
     """
-    from ..trees import PartitionTree
     from . import _emd
 
     X = check_finite_array(X, "X", min_ndim=2, min_rows=1, dtype=None)
     dtype = _emd._feature_dtype(X, dtype)
     ndim = X.ndim
-    if isinstance(axis, bool) or not isinstance(axis, Integral) or not -ndim <= axis < ndim:
-        raise ValueError(f"axis must be an integer in [-{ndim}, {ndim}), got {axis!r}.")
-    axis = int(axis) % ndim
-    if isinstance(trees, PartitionTree):
-        trees = [trees]
-    trees = list(trees)
-    if len(trees) == ndim and trees[axis] is not None:
-        raise ValueError(f"trees[{axis}] (the compared axis) must be None.")
-    tree_map = _emd._per_axis(trees, ndim, axis, "trees", lambda t, name: t)
+    axis, tree_map = _emd._axis_and_trees(axis, trees, ndim)
     alpha_map = _emd._per_axis(alphas, ndim, axis, "alphas", _emd._check_real)
     beta_map = _emd._per_axis(betas, ndim, axis, "betas", _emd._check_real)
     plans = {}
