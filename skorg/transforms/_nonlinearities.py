@@ -92,6 +92,8 @@ class EntrywiseNonlinearity(Nonlinearity):
     True
     """
 
+    rowwise = True
+
     def __init__(self, func, derivative=None, second_derivative=None, *, name=None):
         if not callable(func):
             raise TypeError(f"func must be callable, got {type(func).__name__}.")
@@ -192,6 +194,7 @@ class Softmax(Nonlinearity):
 
     name = "softmax"
     shift_rows = True
+    rowwise = True
 
     def value(self, u, w=None):
         return _row_softmax(u, w)
@@ -231,6 +234,7 @@ class _ExpOverRowNormalizer(Nonlinearity):
     """
 
     shift_rows = True
+    rowwise = True
 
     def __init__(self, *, collapsed, row_normalizer=None):
         self.collapsed = collapsed
@@ -239,7 +243,11 @@ class _ExpOverRowNormalizer(Nonlinearity):
         self.name = "softmax_collapsed" if collapsed else "softmax_exp"
 
     def prepare(self, f):
-        z = np.sum(np.exp(f), axis=-1, keepdims=True)
+        # row sums a block of rows at a time: no full-size exponential is held
+        z = np.empty((f.shape[0], 1))
+        step = max(1, (1 << 16) // max(f.shape[1], 1))
+        for r0 in range(0, f.shape[0], step):
+            z[r0 : r0 + step] = np.sum(np.exp(f[r0 : r0 + step]), axis=-1, keepdims=True)
         return _ExpOverRowNormalizer(collapsed=self.collapsed, row_normalizer=z)
 
     def value(self, u, w=None):

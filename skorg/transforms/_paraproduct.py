@@ -5,6 +5,7 @@ See the user guide's "Reading the paraproduct verdict" and Fasina et al., arXiv:
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,43 +25,13 @@ def _is_pow2(n):
 
 
 # --------------------------------------------------------------------------- averaging
-def _dyadic_means(x):
-    """Block means along the last axis at every dyadic level, root first; labels per level."""
-    n = x.shape[-1]
-    depth = n.bit_length() - 1
-    means = [x]
-    for _ in range(depth):
-        m = means[-1]
-        # pairwise halving; bitwise equal to the size-weighted tree mean on a dyadic tree
-        means.append((m[..., 0::2] + m[..., 1::2]) * 0.5)
-    means.reverse()
-    labels = [np.arange(n) >> (depth - lvl) for lvl in range(depth + 1)]
-    return means, labels
-
-
-def _tree_means(x, tree):
-    """Folder means along the last axis at every tree level, root first; labels per level."""
-    depth = tree.n_levels - 1
-    means = [None] * (depth + 1)
-    means[depth] = x[..., tree.leaf_order]
-    for lvl in range(depth - 1, -1, -1):
-        nodes = tree.level_nodes(lvl)
-        finer = tree.level_nodes(lvl + 1)
-        first = tree.child_ptr[nodes] - finer[0]
-        n_child = tree.child_ptr[nodes + 1] - tree.child_ptr[nodes]
-        weighted = means[lvl + 1] * tree.size[finer]
-        m = np.add.reduceat(weighted, first, axis=-1) / tree.size[nodes]
-        single = n_child == 1
-        if np.any(single):
-            # a one-child folder has its child's mean; copying avoids a round-off step
-            m[..., single] = means[lvl + 1][..., first[single]]
-        means[lvl] = m
-    labels = [tree.labels(lvl) for lvl in range(depth + 1)]
-    return means, labels
-
-
 class _Axis:
-    """Folder bookkeeping of one axis at every level: labels, sizes, starts, parents."""
+    """Folder bookkeeping of one axis at every level: labels, sizes, starts, parents, children.
+
+    ``child_ptr[lvl]`` (one entry per folder of level ``lvl``, plus the end) locates the
+    children of each folder among the folders of level ``lvl + 1``: they are contiguous, as
+    every folder is a contiguous run of the leaf order.
+    """
 
     def __init__(self, n, tree=None):
         self.tree = tree
@@ -70,6 +41,7 @@ class _Axis:
             self.sizes = [np.full(1 << lvl, float(n >> lvl)) for lvl in range(depth + 1)]
             self.starts = [np.arange(1 << lvl) * (n >> lvl) for lvl in range(depth + 1)]
             self.parents = [None] + [np.arange(1 << lvl) >> 1 for lvl in range(1, depth + 1)]
+            self.child_ptr = [2 * np.arange((1 << lvl) + 1) for lvl in range(depth)]
             self.order = None
         else:
             depth = tree.n_levels - 1
@@ -80,29 +52,75 @@ class _Axis:
             self.parents = [None] + [
                 tree.parent[nodes[lvl]] - tree.level_ptr[lvl - 1] for lvl in range(1, depth + 1)
             ]
+            ptr = tree.level_ptr
+            self.child_ptr = [
+                tree.child_ptr[ptr[lvl] : ptr[lvl + 1] + 1] - ptr[lvl + 1] for lvl in range(depth)
+            ]
             self.order = tree.leaf_order
+        self.n = n
         self.depth = depth
+        self.n_folders = [len(s) for s in self.sizes]
 
-    def means(self, x):
-        return _dyadic_means(x)[0] if self.tree is None else _tree_means(x, self.tree)[0]
+    def coarsen(self, m, lvl, lo, hi, axis):
+        """Means of folders ``lo:hi`` of level ``lvl`` from ``m``, the means of their children.
+
+        ``axis`` is 0 (rows of ``m`` are the children) or -1 (its columns are).
+        """
+        if self.tree is None:
+            # pairwise halving; bitwise equal to the size-weighted tree mean on a dyadic tree
+            if axis == 0:
+                return (m[0::2] + m[1::2]) * 0.5
+            return (m[..., 0::2] + m[..., 1::2]) * 0.5
+        ptr = self.child_ptr[lvl]
+        c0, c1 = ptr[lo], ptr[hi]
+        first = ptr[lo:hi] - c0
+        fine, coarse = self.sizes[lvl + 1][c0:c1], self.sizes[lvl][lo:hi]
+        if axis == 0:
+            fine, coarse = fine[:, None], coarse[:, None]
+        out = np.add.reduceat(m * fine, first, axis=axis) / coarse
+        single = np.flatnonzero(np.diff(ptr[lo : hi + 1]) == 1)
+        if single.size:
+            # a one-child folder has its child's mean; copying avoids a round-off step
+            if axis == 0:
+                out[single] = m[first[single]]
+            else:
+                out[..., single] = m[..., first[single]]
+        return out
+
+    def column_means(self, x):
+        """Folder means along the last axis of ``x`` at every level, root first."""
+        means = [None] * (self.depth + 1)
+        means[self.depth] = x if self.order is None else np.take(x, self.order, axis=1)
+        for lvl in range(self.depth - 1, -1, -1):
+            means[lvl] = self.coarsen(means[lvl + 1], lvl, 0, self.n_folders[lvl], -1)
+        return means
 
     def reduce(self, vec, lvl, ufunc):
         """``ufunc`` over each folder of level ``lvl`` of a per-point vector."""
         ordered = vec if self.order is None else vec[self.order]
         return ufunc.reduceat(ordered, self.starts[lvl])
 
+    def up(self, x, level, to, axis):
+        """``x`` (indexed by the folders of ``level``) repeated on the folders of ``to``."""
+        if level == to:
+            return x
+        index = self.parents[to]
+        for lvl in range(to - 1, level, -1):
+            index = self.parents[lvl][index]  # composed maps: indexing is exact
+        return x[index] if axis == 0 else x[:, index]
+
 
 class _Averager:
-    """All averages P_{j,j'} f of one matrix, stored compactly (folder x folder means)."""
+    """Averages ``P_{j,j'} f`` of one matrix, computed on request from the matrix.
+
+    A compact average (row folders x column folders, both in leaf order) costs one pass
+    over the matrix; nothing beyond the matrix itself is stored.
+    """
 
     def __init__(self, f, row_tree=None, column_tree=None):
+        self.f = f
         self.cols = _Axis(f.shape[1], column_tree)
         self.rows = _Axis(f.shape[0], row_tree)
-        # grid[column level][row level]: (n_row_folders, n_column_folders)
-        # C order on both paths: row sums (softmax) then add up in the same order
-        self.grid = [
-            [np.ascontiguousarray(m.T) for m in self.rows.means(cm.T)] for cm in self.cols.means(f)
-        ]
         self.column_depth = self.cols.depth
         self.row_depth = self.rows.depth
         # the shallower tree is padded with its last level (its averages stop changing)
@@ -113,6 +131,42 @@ class _Averager:
     def levels(self, j, jp):
         return min(j, self.column_depth), min(jp, self.row_depth)
 
+    def leaf_rows(self, r0, r1):
+        """Rows ``r0:r1`` of the leaf order of the matrix (columns in point order)."""
+        order = self.rows.order
+        return self.f[r0:r1] if order is None else self.f[order[r0:r1]]
+
+    def _row_chain(self, m, to):
+        rows = self.rows
+        for lvl in range(rows.depth - 1, to - 1, -1):
+            yield lvl, (m := rows.coarsen(m, lvl, 0, rows.n_folders[lvl], 0))
+
+    def grid(self, lc, lr):
+        """The compact average at column level ``lc`` and row level ``lr``."""
+        cols = self.cols
+        m = self.leaf_rows(0, self.rows.n)
+        m = m if cols.order is None else np.take(m, cols.order, axis=1)
+        for lvl in range(cols.depth - 1, lc - 1, -1):
+            m = cols.coarsen(m, lvl, 0, cols.n_folders[lvl], -1)
+        rows = self.rows
+        for lvl in range(rows.depth - 1, lr - 1, -1):
+            m = rows.coarsen(m, lvl, 0, rows.n_folders[lvl], 0)
+        return m
+
+    def maxima(self):
+        """Largest entry of every compact average, shape (column levels, row levels)."""
+        cols = self.cols
+        out = np.empty((self.column_depth + 1, self.row_depth + 1))
+        m = self.leaf_rows(0, self.rows.n)
+        m = m if cols.order is None else np.take(m, cols.order, axis=1)
+        for lc in range(cols.depth, -1, -1):
+            if lc < cols.depth:
+                m = cols.coarsen(m, lc, 0, cols.n_folders[lc], -1)
+            out[lc, self.row_depth] = m.max()
+            for lr, r in self._row_chain(m, 0):
+                out[lc, lr] = r.max()
+        return out
+
     def expand(self, C, lc, lr):
         """A compact (row folders x column folders) matrix at full size, in point order."""
         return C[np.ix_(self.row_labels[lr], self.col_labels[lc])]
@@ -120,7 +174,7 @@ class _Averager:
     def average(self, j, jp):
         """P_{j,j'} f at full size; scales beyond an axis's depth use its last level."""
         lc, lr = self.levels(j, jp)
-        return self.expand(self.grid[lc][lr], lc, lr)
+        return self.expand(self.grid(lc, lr), lc, lr)
 
     def details(self, j, jp):
         u = self.average(j, jp)
@@ -128,26 +182,6 @@ class _Averager:
         p01 = self.average(j, jp + 1)
         p11 = self.average(j + 1, jp + 1)
         return u, p10 - u, p01 - u, p11 - p01 - p10 + u
-
-    def push_down(self, acc):
-        """Sum compact matrices keyed by (column level, row level) at full size.
-
-        Each one is refined one level at a time, columns first, so the whole sum
-        costs about as much as the largest grid instead of one full expansion each.
-        """
-        Jc, Jr = self.column_depth, self.row_depth
-        cur = dict(acc)
-        for lr in range(Jr + 1):
-            for lc in range(Jc):
-                if (lc, lr) in cur:
-                    up = cur.pop((lc, lr))[:, self.cols.parents[lc + 1]]
-                    cur[lc + 1, lr] = up + cur[lc + 1, lr] if (lc + 1, lr) in cur else up
-            if lr < Jr and (Jc, lr) in cur:
-                up = cur.pop((Jc, lr))[self.rows.parents[lr + 1], :]
-                cur[Jc, lr + 1] = up + cur[Jc, lr + 1] if (Jc, lr + 1) in cur else up
-        if (Jc, Jr) not in cur:
-            return np.zeros((len(self.row_labels[Jr]), len(self.col_labels[Jc])))
-        return self.expand(cur[Jc, Jr], Jc, Jr)
 
 
 # --------------------------------------------------------------------------- validation
@@ -251,6 +285,68 @@ def _parse_scales(scales, av):
 
 
 # --------------------------------------------------------------------------- result
+class _Compact:
+    """What the full-size fields of a result are computed from on access.
+
+    The analysed logits (in the averager), the nonlinearity bound to them (``A``; dropped,
+    with ``values`` computed instead, when the result is pickled), the divisor of the
+    values, the row blocks of the decomposition, and ``A`` at the compact averages of row
+    level 0 (``row0[lc]``, one row) and of column level 0 (``col0[lr]``, one column).
+    """
+
+    def __init__(self, av, A, vdiv, row_ranges, row0, col0, all_in_set):
+        self.av = av
+        self.A = A
+        self.vdiv = vdiv
+        self.row_ranges = row_ranges
+        self.row0 = row0
+        self.col0 = col0
+        self.all_in_set = all_in_set
+        self.values = None
+
+    def full(self, C, lc, lr):
+        out = self.av.expand(C, lc, lr)
+        return out if self.vdiv is None else out / self.vdiv
+
+    def compute_values(self):
+        if self.values is not None:
+            return self.values
+        av, cols = self.av, self.av.cols
+        out = np.empty(av.f.shape)
+        for r0, r1 in self.row_ranges:
+            x = av.leaf_rows(r0, r1)
+            if cols.order is not None:
+                x = np.take(x, cols.order, axis=1)
+            V = self.A.value(x, cols.sizes[cols.depth])
+            _write_rows(out, V, r0, r1, av, self.vdiv)
+        return out
+
+    def without_nonlinearity(self):
+        """A copy that holds ``values`` instead of ``A`` (whatever ``A`` is, it pickles)."""
+        new = copy.copy(self)
+        new.values = self.compute_values()
+        new.A = None
+        return new
+
+
+def _write_rows(out, C, r0, r1, av, divisor):
+    """Write leaf-order rows ``r0:r1`` (columns in leaf order) of a full matrix into ``out``.
+
+    Divides by the per-row ``divisor`` as the full-size matrix would be divided.
+    """
+    rows, cols = av.rows, av.cols
+    if cols.order is not None:
+        C = np.take(C, cols.labels[cols.depth], axis=1)  # leaf order -> point order
+    if rows.order is None:
+        if divisor is None:
+            out[r0:r1] = C
+        else:
+            np.divide(C, divisor[r0:r1], out=out[r0:r1])
+    else:
+        pts = rows.order[r0:r1]
+        out[pts] = C if divisor is None else C / divisor[pts]
+
+
 @dataclass(repr=False)
 class ParaproductResult:
     """Every term of the paraproduct decomposition of ``A(f)``.
@@ -258,6 +354,15 @@ class ParaproductResult:
     Scale arrays are indexed ``[j, j']``: ``j`` the column scale, ``j'`` the row
     scale, as in ``P_{j,j'}`` (Fasina et al., 2025). ``depth`` is the number of scales per
     axis (``log2 N`` on a dyadic side; the deeper tree's depth otherwise).
+
+    The decomposition keeps four matrices of the analysed shape: the analysed logits
+    and the sums ``modelled``, ``first_order`` and ``second_order``. Every other
+    full-size field is a property computed from those and from compact data each time
+    it is read (nothing is cached): ``values``, ``coarse``, ``column_sum``, ``row_sum``
+    and ``mixed_sum`` cost about one pass over the matrix (one evaluation of ``A`` for
+    ``values``, ``depth`` additions for a column or row sum), the others one or two
+    additions of kept matrices. Read a field once and keep it in a variable when it is
+    used repeatedly.
 
     Attributes
     ----------
@@ -270,22 +375,25 @@ class ParaproductResult:
     scales : ndarray of shape (m, 2)
         The ``(j, j')`` pairs of the paraproduct.
     values : ndarray
-        ``A(f)``.
+        ``A(f)`` (computed on access).
     coarse : ndarray
-        ``A(P_{0,0} f)``.
+        ``A(P_{0,0} f)`` (computed on access).
     column_terms, row_terms : ndarray of shape (depth, n_rows, n_cols) or None
         ``A(P_{j+1,0} f) - A(P_{j,0} f)`` and ``A(P_{0,j'+1} f) - A(P_{0,j'} f)``
         (kept when ``keep_terms=True``).
     column_sum, row_sum : ndarray
-        Their sums over the scales (always kept).
+        Their sums over the scales (computed on access, from ``A`` on the compact
+        averages of row level 0 and of column level 0).
     mixed_terms : ndarray of shape (depth, depth, n_rows, n_cols) or None
         ``D_{j,j'}`` (kept when ``keep_terms=True``).
     mixed_sum : ndarray
-        Sum of every ``D_{j,j'}``.
+        Sum of every ``D_{j,j'}`` (computed on access: a copy of ``modelled`` when
+        ``scales`` holds every pair, otherwise the telescoped
+        ``A(f) - A(P_{J,0} f) - A(P_{0,J} f) + A(P_{0,0} f)``).
     modelled : ndarray
-        Sum of ``D_{j,j'}`` over ``scales``.
+        Sum of ``D_{j,j'}`` over ``scales`` (kept).
     first_order, second_order : ndarray
-        Sums over ``scales`` of ``A'(u) c`` and ``A''(u) a b``.
+        Sums over ``scales`` of ``A'(u) c`` and ``A''(u) a b`` (kept).
     paraproduct : ndarray
         ``first_order + second_order``.
     residual : ndarray
@@ -301,7 +409,8 @@ class ParaproductResult:
         largest derivative-factor entry at ``u``. NaN outside ``scales``
         (``mixed_norms`` is filled everywhere).
     relative_error, relative_omitted : float
-        ``||residual|| / ||values||`` and ``||omitted|| / ||values||`` (Frobenius).
+        ``||residual|| / ||values||`` and ``||omitted|| / ||values||`` (Frobenius;
+        computed during the decomposition).
     """
 
     nonlinearity: str
@@ -310,21 +419,47 @@ class ParaproductResult:
     row_shift: np.ndarray | None
     depth: int
     scales: np.ndarray
-    values: np.ndarray
-    coarse: np.ndarray
     column_terms: np.ndarray | None
     row_terms: np.ndarray | None
-    column_sum: np.ndarray
-    row_sum: np.ndarray
     mixed_terms: np.ndarray | None
-    mixed_sum: np.ndarray
     modelled: np.ndarray
     first_order: np.ndarray
     second_order: np.ndarray
     mixed_norms: np.ndarray
     scale_errors: np.ndarray
     first_factor_max: np.ndarray
-    _averager: _Averager = field(repr=False)
+    relative_error: float
+    relative_omitted: float
+    _compact: _Compact = field(repr=False)
+
+    @property
+    def values(self):
+        return self._compact.compute_values()
+
+    @property
+    def coarse(self):
+        cp = self._compact
+        return cp.full(cp.row0[0], 0, 0)
+
+    @property
+    def column_sum(self):
+        return _scale_sum(self._compact, columns=True)
+
+    @property
+    def row_sum(self):
+        return _scale_sum(self._compact, columns=False)
+
+    @property
+    def mixed_sum(self):
+        cp = self._compact
+        if cp.all_in_set:
+            return self.modelled.copy()
+        Jc, Jr = cp.av.column_depth, cp.av.row_depth
+        out = self.values
+        out = out - cp.full(cp.row0[Jc], Jc, 0)
+        out -= cp.full(cp.col0[Jr], 0, Jr)
+        out += cp.full(cp.row0[0], 0, 0)
+        return out
 
     @property
     def paraproduct(self):
@@ -342,27 +477,24 @@ class ParaproductResult:
     def approximation(self):
         return self.omitted + self.paraproduct
 
-    @property
-    def relative_error(self):
-        return _rel(self.residual, self.values)
-
-    @property
-    def relative_omitted(self):
-        return _rel(self.omitted, self.values)
-
     def reconstruct(self):
         """The telescoping sum ``A(P_{0,0} f) + column + row + mixed terms`` (equals ``values``)."""
         return self.coarse + self.column_sum + self.row_sum + self.mixed_sum
 
     def average(self, j, jp):
         """``P_{j,j'}`` of the analysed (shifted) logits."""
-        return self._averager.average(j, jp)
+        return self._compact.av.average(j, jp)
 
     def details(self, j, jp):
         """``(u, a, b, c)`` at scale ``(j, j')``, from the analysed logits."""
         if not (0 <= j < self.depth and 0 <= jp < self.depth):
             raise ValueError(f"(j, j') must lie in 0..{self.depth - 1}, got ({j}, {jp}).")
-        return self._averager.details(j, jp)
+        return self._compact.av.details(j, jp)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_compact"] = self._compact.without_nonlinearity()
+        return state
 
     def __repr__(self):
         return (
@@ -371,6 +503,29 @@ class ParaproductResult:
             f"relative_error={self.relative_error:.3g}, "
             f"relative_omitted={self.relative_omitted:.3g})"
         )
+
+
+def _scale_terms(cp, columns):
+    """The column (or row) terms at full size, one scale at a time, in order."""
+    av = cp.av
+    axis, compact = (av.cols, cp.row0) if columns else (av.rows, cp.col0)
+    for j in range(av.depth):
+        lv, lv1 = min(j, axis.depth), min(j + 1, axis.depth)
+        if lv1 == lv:
+            yield j, None
+            continue
+        if columns:
+            yield j, cp.full(compact[lv1] - compact[lv][:, axis.parents[lv1]], lv1, 0)
+        else:
+            yield j, cp.full(compact[lv1] - compact[lv][axis.parents[lv1], :], 0, lv1)
+
+
+def _scale_sum(cp, columns):
+    out = np.zeros(cp.av.f.shape)
+    for _, term in _scale_terms(cp, columns):
+        if term is not None:
+            out += term
+    return out
 
 
 def _norm(x):
@@ -386,7 +541,10 @@ def _norm(x):
 
 
 def _rel(x, ref):
-    num, den = _norm(x), _norm(ref)
+    return _ratio(_norm(x), _norm(ref))
+
+
+def _ratio(num, den):
     if np.isnan(num):
         # an expansion term beyond the float64 range (inf - inf): the error is too large to
         # represent, not undefined
@@ -397,12 +555,45 @@ def _rel(x, ref):
         return float(num / den)
 
 
+class _BlockNorm:
+    """Frobenius norm of a matrix given one row block at a time (as robust as ``_norm``)."""
+
+    def __init__(self):
+        self.scale, self.ssq, self.special = 1.0, 0.0, 0.0
+
+    def add(self, x):
+        if not x.size:
+            return
+        s = float(np.einsum("ij,ij->", x, x))
+        if np.isfinite(s) and s > 1e-300:
+            scale, ssq = 1.0, s
+        else:
+            m = float(np.max(np.abs(x)))
+            if m == 0.0:
+                return
+            if not np.isfinite(m):  # inf, or nan (which wins)
+                if not np.isnan(self.special):
+                    self.special = m
+                return
+            scale, ssq = m, float(np.einsum("ij,ij->", x / m, x / m))
+        if scale > self.scale:
+            self.ssq = self.ssq * (self.scale / scale) ** 2 + ssq
+            self.scale = scale
+        else:
+            self.ssq += ssq * (scale / self.scale) ** 2
+
+    def norm(self):
+        if self.special != 0.0:
+            return float(self.special)
+        return self.scale * float(np.sqrt(self.ssq))
+
+
 # --------------------------------------------------------------------------- core
 def _row_weights(av, alpha, beta):
-    """Per row level: folder sums of alpha^2, alpha*beta, beta^2 and the folder max of beta.
+    """Per row level: folder sums of alpha^2, alpha*beta, beta^2, the folder max of beta.
 
     Full-size norms of ``alpha_i D[r(i), k] - beta_i T[r(i), k]`` then follow from
-    compact matrices (``None`` means 1).
+    compact matrices (``None`` means 1). The last entry says whether alpha is beta.
     """
     n = len(av.row_labels[0])
     same = alpha is beta
@@ -413,28 +604,247 @@ def _row_weights(av, alpha, beta):
         red = av.rows.reduce
         saa = red(al * al, lr, np.add)
         if same:
-            out.append((saa, saa, saa, red(be, lr, np.maximum)))
+            out.append((saa, saa, saa, red(be, lr, np.maximum), True))
         else:
             sab, sbb = red(al * be, lr, np.add), red(be * be, lr, np.add)
-            out.append((saa, sab, sbb, red(be, lr, np.maximum)))
+            out.append((saa, sab, sbb, red(be, lr, np.maximum), False))
     return out
 
 
-def _compact_norm(D, T, w, weights):
-    """Full-size Frobenius norm of ``alpha D - beta T`` (``T=None``: of ``alpha D``)."""
-    saa, sab, sbb, _ = weights
+def _compact_sq(D, T, w, weights):
+    """Full-size squared Frobenius norm of ``alpha D - beta T`` (``T=None``: of ``alpha D``)."""
+    saa, sab, sbb, _, same = weights
     if T is None:
-        return float(np.sqrt(max(np.einsum("i,ij,ij,j->", saa, D, D, w), 0.0)))
-    if sab is saa:
+        return float(np.einsum("i,ij,ij,j->", saa, D, D, w))
+    if same:
         # same scaling on both: one sum, no cancellation between large terms
         E = D - T
-        return float(np.sqrt(max(np.einsum("i,ij,ij,j->", saa, E, E, w), 0.0)))
-    total = (
+        return float(np.einsum("i,ij,ij,j->", saa, E, E, w))
+    return float(
         np.einsum("i,ij,ij,j->", saa, D, D, w)
         - 2 * np.einsum("i,ij,ij,j->", sab, D, T, w)
         + np.einsum("i,ij,ij,j->", sbb, T, T, w)
     )
-    return float(np.sqrt(max(total, 0.0)))
+
+
+def _plus(a, b):
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
+class _Sum:
+    """A sum over scales of compact terms keyed by (column level, row level), at full size.
+
+    Terms arrive row level by row level and, within one, by increasing column level. The
+    terms of a row level are folded into one matrix at the finest column level, and that
+    is added to the sum carried down from the coarser row levels: the additions (and their
+    order) of refining every term one level at a time, columns first, so the whole sum
+    costs about as much as its result, which is only ever held one row block at a time.
+    """
+
+    def __init__(self, cols):
+        self.cols = cols
+        self.carry = None
+        self.x = self.last = None
+        self.xl = 0
+
+    def begin(self):
+        self.x = self.last = None
+
+    def add(self, lc1, term):
+        if lc1 == self.cols.depth:
+            self.last = term
+            return
+        self.x = term if self.x is None else self.cols.up(self.x, self.xl, lc1, -1) + term
+        self.xl = lc1
+
+    def end(self, pr):
+        """Close a row level; ``pr`` maps its folders to those of the carried sum."""
+        carry = None if self.carry is None else self.carry[pr]
+        x = None if self.x is None else self.cols.up(self.x, self.xl, self.cols.depth, -1)
+        self.carry = _plus(x, _plus(carry, self.last))
+        self.x = self.last = None
+
+
+# Row blocks of the finest row levels: about this many, and none under _MIN_BLOCK entries.
+_BLOCKS = 64
+_MIN_BLOCK = 1 << 12
+
+
+def _plan(rows, n_cols, rowwise):
+    """The row level ``L`` that splits the pass, and blocks of its folders.
+
+    Row levels up to ``L`` are processed whole; the finer ones block by block, each block
+    a run of folders of level ``L`` (its rows are contiguous in the leaf order). ``L``
+    balances the sums carried from level ``L`` (3 rows per folder) against the work of a
+    block (about 30 rows per row of the block); a map that mixes rows gets one block.
+    """
+    if not rowwise or rows.depth == 0:
+        return 0, [(0, 1)]
+    b = max(-(-rows.n // _BLOCKS), -(-_MIN_BLOCK // n_cols), 1)
+    if b >= rows.n:
+        return 0, [(0, 1)]
+    costs = [
+        3 * rows.n_folders[lvl] + 30 * max(float(rows.sizes[lvl].max()), b)
+        for lvl in range(rows.depth + 1)
+    ]
+    L = int(np.argmin(costs))
+    sizes = rows.sizes[L]
+    blocks, lo, acc = [], 0, 0.0
+    for k, size in enumerate(sizes):
+        if k > lo and acc + size > b:
+            blocks.append((lo, k))
+            lo, acc = k, 0.0
+        acc += size
+    blocks.append((lo, len(sizes)))
+    return L, blocks
+
+
+class _Part:
+    """Row levels ``top..bottom`` of a run ``lo:hi`` of folders of level ``top``.
+
+    ``s[lvl]:e[lvl]`` are its folders at each level and ``r0:r1`` its rows (leaf order);
+    ``G[lvl][lc]`` holds its compact averages, ``A[lvl][lc]`` the nonlinearity there
+    (computed when first needed). Levels from ``own_from`` on are the part's to report
+    (``A`` at column level 0, and at row level 0).
+    """
+
+    def __init__(self, rows, top, lo, hi, bottom, own_from):
+        self.top, self.bottom, self.own_from = top, bottom, own_from
+        self.s, self.e = {top: lo}, {top: hi}
+        for lvl in range(top, bottom):
+            self.s[lvl + 1] = int(rows.child_ptr[lvl][self.s[lvl]])
+            self.e[lvl + 1] = int(rows.child_ptr[lvl][self.e[lvl]])
+        self.r0 = int(rows.starts[top][lo])
+        self.r1 = int(rows.starts[top][hi]) if hi < rows.n_folders[top] else rows.n
+        self.G, self.A, self.given = {}, {}, {}
+
+
+class _Pass:
+    """One pass of the decomposition: compact terms, their norms and their sums."""
+
+    def __init__(self, av, A, pairs, keep_terms):
+        self.av, self.A = av, A
+        cols, rows = av.cols, av.rows
+        J = av.depth
+        self.in_set = np.zeros((J, J), dtype=bool)
+        self.in_set[pairs[:, 0], pairs[:, 1]] = True
+        self.vdiv, self.tdiv = A.value_divisor, A.terms_divisor
+        alpha = None if self.vdiv is None else 1.0 / self.vdiv
+        beta = alpha if self.tdiv is self.vdiv else (None if self.tdiv is None else 1.0 / self.tdiv)
+        self.weights = _row_weights(av, alpha, beta)
+        self.weights_dd = _row_weights(av, alpha, alpha)
+        self.mixed_sq = np.zeros((J, J))
+        self.err_sq = np.zeros((J, J))
+        self.factor_max = np.full((J, J), np.nan)
+        self.mixed_terms = np.zeros((J, J, *av.f.shape)) if keep_terms else None
+        self.sums = [_Sum(cols) for _ in range(3)]  # modelled, first order, second order
+        self.row0 = [None] * (cols.depth + 1)
+        self.col0 = [[] for _ in range(rows.depth + 1)]
+
+    def row_divisor(self, div, r0, r1):
+        if div is None:
+            return None
+        order = self.av.rows.order
+        return div[r0:r1] if order is None else div[order[r0:r1]]
+
+    # ----------------------------------------------------------------- compact averages
+    def fill(self, part, check, keep_all=True):
+        """The part's compact averages, from its rows of the matrix.
+
+        With ``check``, ``A`` at the finest grid is evaluated first and must be finite.
+        """
+        av = self.av
+        cols, rows = av.cols, av.rows
+        Jc, Jr = cols.depth, rows.depth
+        cm = cols.column_means(av.leaf_rows(part.r0, part.r1))
+        if check:
+            with np.errstate(over="ignore", invalid="ignore"):
+                V = self.A.value(cm[Jc], cols.sizes[Jc])
+                div = self.row_divisor(self.vdiv, part.r0, part.r1)
+                ok = np.all(np.isfinite(V if div is None else V / div))
+            if not ok:
+                raise ValueError(
+                    f"{self.A.name}(f) is not finite for these logits (overflow); scale the "
+                    "input or use a softmax-family nonlinearity, which is stabilised by row "
+                    "shifts."
+                )
+            part.given[Jr, Jc] = V
+        part.G[Jr] = cm
+        for lvl in range(Jr - 1, part.top - 1, -1):
+            lo, hi = part.s[lvl], part.e[lvl]
+            part.G[lvl] = [rows.coarsen(m, lvl, lo, hi, 0) for m in part.G[lvl + 1]]
+            if not keep_all:
+                del part.G[lvl + 1]
+
+    def A_at(self, part, lvl):
+        if lvl not in part.A:
+            sizes = self.av.cols.sizes
+            part.A[lvl] = [
+                part.given.pop((lvl, lc)) if (lvl, lc) in part.given else self.A.value(g, sizes[lc])
+                for lc, g in enumerate(part.G[lvl])
+            ]
+            if lvl >= part.own_from:
+                if lvl == 0:
+                    self.row0 = list(part.A[lvl])
+                self.col0[lvl].append(part.A[lvl][0])
+        return part.A[lvl]
+
+    # ----------------------------------------------------------------- pairs
+    def run(self, part):
+        """Every pair of row levels of the part, coarse to fine."""
+        av, A = self.av, self.A
+        cols, rows = av.cols, av.rows
+        for lr in range(part.top, part.bottom):
+            lr1 = lr + 1
+            s0, s1, e1 = part.s[lr], part.s[lr1], part.e[lr1]
+            G0, G1 = part.G[lr], part.G[lr1]
+            A0, A1 = self.A_at(part, lr), self.A_at(part, lr1)
+            pr = rows.parents[lr1][s1:e1] - s0
+            wts = (*(w[s1:e1] for w in self.weights[lr1][:4]), self.weights[lr1][4])
+            wdd = (*(w[s1:e1] for w in self.weights_dd[lr1][:4]), True)
+            for total in self.sums:
+                total.begin()
+            for lc in range(cols.depth):
+                lc1 = lc + 1
+                j, jp = lc, lr
+                pc = cols.parents[lc1]
+                A00 = A0[lc][np.ix_(pr, pc)]
+                # same operation order as c below, so that D == c bit for bit when A is linear
+                D = A1[lc1] - A1[lc][:, pc] - A0[lc1][pr, :] + A00
+                w = cols.sizes[lc1]
+                self.mixed_sq[j, jp] += _compact_sq(D, None, w, wdd)
+                if self.mixed_terms is not None:
+                    self.keep(part, D, lc1, lr1, j, jp)
+                if not self.in_set[j, jp]:
+                    continue
+                P01 = G1[lc][:, pc]
+                P10 = G0[lc1][pr, :]
+                u = G0[lc][np.ix_(pr, pc)]
+                a = P10 - u
+                b = P01 - u
+                c = G1[lc1] - P01 - P10 + u
+                del P01, P10
+                t1, t2, fmax_rows = A.terms(u, A00, a, b, c, w)
+                del u, a, b, c, A00
+                for total, term in zip(self.sums, (D, t1, t2), strict=True):
+                    total.add(lc1, term)
+                self.err_sq[j, jp] += _compact_sq(D, t1 + t2, w, wts)
+                fmax = float(np.max(fmax_rows * wts[3]))
+                best = self.factor_max[j, jp]
+                self.factor_max[j, jp] = best if best >= fmax else fmax
+            for total in self.sums:
+                total.end(pr)
+            # this row level is done with (what it reports is recorded)
+            del part.G[lr], part.A[lr], G0, A0
+
+    def keep(self, part, D, lc1, lr1, j, jp):
+        av = self.av
+        order = av.rows.order
+        pts = slice(part.r0, part.r1) if order is None else order[part.r0 : part.r1]
+        full = D[np.ix_(av.row_labels[lr1][pts] - part.s[lr1], av.col_labels[lc1])]
+        self.mixed_terms[j, jp][pts] = full if self.vdiv is None else full / self.vdiv[pts]
 
 
 # Peak memory of a decomposition, in full matrices of the analysed shape (measured with
@@ -459,135 +869,114 @@ def _decompose(f, A, scales, row_tree, column_tree, keep_terms, original_shape):
         + (" with keep_terms=True" if keep_terms else ""),
     )
     row_shift = None
+    # the analysed logits, in a C-ordered array of our own: the result keeps them
+    analysed = np.empty(f.shape)
     if A.shift_rows:
         row_shift = np.max(f, axis=1, keepdims=True)
-        f = f - row_shift
+        np.subtract(f, row_shift, out=analysed)
+    else:
+        analysed[...] = f
+    f = analysed
     A = A.prepare(f)
     av = _Averager(f, row_tree, column_tree)
-    J = av.depth
     pairs = _parse_scales(scales, av)
-    in_set = np.zeros((J, J), dtype=bool)
-    in_set[pairs[:, 0], pairs[:, 1]] = True
-    vdiv, tdiv = A.value_divisor, A.terms_divisor
-    alpha = None if vdiv is None else 1.0 / vdiv
-    beta = alpha if tdiv is vdiv else (None if tdiv is None else 1.0 / tdiv)
-    weights = _row_weights(av, alpha, beta)
-    weights_dd = _row_weights(av, alpha, alpha)
+    cols, rows = av.cols, av.rows
+    Jc, Jr, J = cols.depth, rows.depth, av.depth
+    run = _Pass(av, A, pairs, keep_terms)
+    L, blocks = _plan(rows, f.shape[1], A.rowwise)
 
-    cache = {}
+    carried = [None, None, None]
+    if L > 0:
+        # row levels 0..L whole; their averages at level L come block by block (checked)
+        coarse = _Part(rows, 0, 0, 1, L, own_from=0)
+        coarse.G[L] = [np.empty((rows.n_folders[L], n)) for n in cols.n_folders]
+        for lo, hi in blocks:
+            part = _Part(rows, L, lo, hi, Jr, own_from=Jr + 1)
+            run.fill(part, check=True, keep_all=False)
+            for lc in range(Jc + 1):
+                coarse.G[L][lc][lo:hi] = part.G[L][lc]
+        del part
+        for lvl in range(L - 1, -1, -1):
+            n = rows.n_folders[lvl]
+            coarse.G[lvl] = [rows.coarsen(m, lvl, 0, n, 0) for m in coarse.G[lvl + 1]]
+        run.run(coarse)
+        run.A_at(coarse, L)  # reported even when there is no pair (one row level)
+        carried = [total.carry for total in run.sums]
+        del coarse
 
-    def A_at(lc, lr):
-        # A on the compact grid; column folder sizes weight row-wise maps such as softmax
-        if (lc, lr) not in cache:
-            cache[lc, lr] = A.value(av.grid[lc][lr], av.cols.sizes[lc])
-        return cache[lc, lr]
+    # the finer row levels block by block: each block's rows of the sums are final at its
+    # end, so the norms of the residual and of the omitted part are taken there
+    outputs = [np.empty(f.shape) for _ in range(3)]
+    divisors = (run.vdiv, run.tdiv, run.tdiv)
+    norms = [_BlockNorm() for _ in range(3)]  # values, residual, omitted part
+    row_ranges = []
+    for lo, hi in blocks:
+        part = _Part(rows, L, lo, hi, Jr, own_from=L + 1 if L > 0 else 0)
+        row_ranges.append((part.r0, part.r1))
+        run.fill(part, check=L == 0)
+        for total, C in zip(run.sums, carried, strict=True):
+            total.carry = None if C is None else C[lo:hi]
+        run.run(part)
+        V = run.A_at(part, Jr)[Jc]
+        vdiv = run.row_divisor(run.vdiv, part.r0, part.r1)
+        if vdiv is not None:
+            V = V / vdiv
+        block = []
+        for total, div in zip(run.sums, divisors, strict=True):
+            C = total.carry
+            if C is None:
+                C = np.zeros(V.shape)
+            else:
+                div = run.row_divisor(div, part.r0, part.r1)
+                C = C if div is None else C / div
+            total.carry = None
+            block.append(C)
+        M, F, S = block
+        norms[0].add(V)
+        norms[1].add(M - (F + S))
+        norms[2].add(V - M)
+        for out, C in zip(outputs, block, strict=True):
+            _write_rows(out, C, part.r0, part.r1, av, None)
+        del part, block, M, F, S, C, V
 
-    def full(C, lc, lr, divisor=vdiv):
-        out = av.expand(C, lc, lr)
-        return out if divisor is None else out / divisor
-
-    Jc, Jr = av.column_depth, av.row_depth
-    with np.errstate(over="ignore", invalid="ignore"):
-        values = full(A_at(Jc, Jr), Jc, Jr)
-    if not np.all(np.isfinite(values)):
-        raise ValueError(
-            f"{A.name}(f) is not finite for these logits (overflow); scale the input or use a "
-            "softmax-family nonlinearity, which is stabilised by row shifts."
-        )
-    values_norm = _norm(values)
-    shape = f.shape
-    coarse = full(A_at(0, 0), 0, 0)
-    # per-scale terms only on request (2 depth full matrices); their sums always
-    column_terms = np.zeros((J, *shape)) if keep_terms else None
-    row_terms = np.zeros((J, *shape)) if keep_terms else None
-    column_sum = np.zeros(shape)
-    row_sum = np.zeros(shape)
-    for j in range(J):
-        lc, lc1 = min(j, Jc), min(j + 1, Jc)
-        if lc1 > lc:
-            term = full(A_at(lc1, 0) - A_at(lc, 0)[:, av.cols.parents[lc1]], lc1, 0)
-            column_sum += term
-            if keep_terms:
-                column_terms[j] = term
-        lr, lr1 = min(j, Jr), min(j + 1, Jr)
-        if lr1 > lr:
-            term = full(A_at(0, lr1) - A_at(0, lr)[av.rows.parents[lr1], :], 0, lr1)
-            row_sum += term
-            if keep_terms:
-                row_terms[j] = term
-
-    mixed_terms = np.zeros((J, J, *shape)) if keep_terms else None
-    acc = {"mixed": {}, "modelled": {}, "first": {}, "second": {}}
-    mixed_norms = np.zeros((J, J))
+    values_norm = norms[0].norm()
+    in_eff = run.in_set.copy()
+    in_eff[Jc:, :] = False
+    in_eff[:, Jr:] = False
     scale_errors = np.full((J, J), np.nan)
-    factor_max = np.full((J, J), np.nan)
-    scale_errors[in_set] = 0.0  # pairs on a padded level have D = 0 and zero terms
-
-    def add(key, grid, C):
-        store = acc[key]
-        store[grid] = C + store[grid] if grid in store else C
-
-    for jp in range(J):
-        for j in range(J):
-            lc, lr = av.levels(j, jp)
-            lc1, lr1 = av.levels(j + 1, jp + 1)
-            if lc1 == lc or lr1 == lr:
-                continue  # a padded level: P_{j+1,.} = P_{j,.}, so D and every term vanish
-            pc, pr = av.cols.parents[lc1], av.rows.parents[lr1]
-            P11 = av.grid[lc1][lr1]
-            P01 = av.grid[lc][lr1][:, pc]
-            P10 = av.grid[lc1][lr][pr, :]
-            u = av.grid[lc][lr][np.ix_(pr, pc)]
-            A00 = A_at(lc, lr)[np.ix_(pr, pc)]
-            # same operation order as c below, so that D == c bit for bit when A is linear
-            D = A_at(lc1, lr1) - A_at(lc, lr1)[:, pc] - A_at(lc1, lr)[pr, :] + A00
-            w = av.cols.sizes[lc1]
-            add("mixed", (lc1, lr1), D)
-            mixed_norms[j, jp] = _compact_norm(D, None, w, weights_dd[lr1])
-            if keep_terms:
-                mixed_terms[j, jp] = full(D, lc1, lr1)
-            if not in_set[j, jp]:
-                continue
-            a = P10 - u
-            b = P01 - u
-            c = P11 - P01 - P10 + u
-            t1, t2, fmax_rows = A.terms(u, A00, a, b, c, w)
-            add("modelled", (lc1, lr1), D)
-            add("first", (lc1, lr1), t1)
-            add("second", (lc1, lr1), t2)
-            err = _compact_norm(D, t1 + t2, w, weights[lr1])
-            scale_errors[j, jp] = 0.0 if values_norm == 0 else err / values_norm
-            factor_max[j, jp] = float(np.max(fmax_rows * weights[lr1][3]))
-
-    def summed(key, divisor):
-        out = av.push_down(acc[key])
-        return out if divisor is None else out / divisor
-
-    mixed_sum, modelled = summed("mixed", vdiv), summed("modelled", vdiv)
-    first_order, second_order = summed("first", tdiv), summed("second", tdiv)
-
+    scale_errors[run.in_set] = 0.0  # pairs on a padded level have D = 0 and zero terms
+    if values_norm != 0:
+        scale_errors[in_eff] = np.sqrt(np.maximum(run.err_sq[in_eff], 0.0)) / values_norm
+    col0 = [np.concatenate(p) if len(p) > 1 else p[0] for p in run.col0]
+    compact = _Compact(
+        av, A, run.vdiv, row_ranges, run.row0, col0, bool(run.in_set[:Jc, :Jr].all())
+    )
+    column_terms = row_terms = None
+    if keep_terms:
+        column_terms, row_terms = np.zeros((J, *f.shape)), np.zeros((J, *f.shape))
+        for terms, columns in ((column_terms, True), (row_terms, False)):
+            for j, term in _scale_terms(compact, columns):
+                if term is not None:
+                    terms[j] = term
     return ParaproductResult(
         nonlinearity=A.name,
-        shape=tuple(shape),
+        shape=tuple(f.shape),
         original_shape=tuple(original_shape),
         row_shift=row_shift,
         depth=J,
         scales=pairs,
-        values=values,
-        coarse=coarse,
         column_terms=column_terms,
         row_terms=row_terms,
-        column_sum=column_sum,
-        row_sum=row_sum,
-        mixed_terms=mixed_terms,
-        mixed_sum=mixed_sum,
-        modelled=modelled,
-        first_order=first_order,
-        second_order=second_order,
-        mixed_norms=mixed_norms,
+        mixed_terms=run.mixed_terms,
+        modelled=outputs[0],
+        first_order=outputs[1],
+        second_order=outputs[2],
+        mixed_norms=np.sqrt(np.maximum(run.mixed_sq, 0.0)),
         scale_errors=scale_errors,
-        first_factor_max=factor_max,
-        _averager=av,
+        first_factor_max=run.factor_max,
+        relative_error=_ratio(norms[1].norm(), values_norm),
+        relative_omitted=_ratio(norms[2].norm(), values_norm),
+        _compact=compact,
     )
 
 
