@@ -645,29 +645,34 @@ class _Sum:
 
     def __init__(self, cols):
         self.cols = cols
-        self.carry = None
-        self.x = self.last = None
+        self.carry = self.x = self.pr = None
         self.xl = 0
+        self.closed = True
 
-    def begin(self):
-        self.x = self.last = None
+    def begin(self, pr):
+        """Open a row level; ``pr`` maps its folders to those of the carried sum."""
+        self.pr, self.x, self.closed = pr, None, False
 
     def add(self, lc1, term):
         if lc1 == self.cols.depth:
-            self.last = term
+            self.close(term)  # the last term of the row level: fold it in at once
             return
         self.x = term if self.x is None else self.cols.up(self.x, self.xl, lc1, -1) + term
         self.xl = lc1
 
-    def end(self, pr):
-        """Close a row level; ``pr`` maps its folders to those of the carried sum."""
-        carry = None if self.carry is None else self.carry[pr]
+    def close(self, last=None):
+        if self.closed:
+            return
+        y = _plus(None if self.carry is None else self.carry[self.pr], last)
+        self.carry = None
         x = None if self.x is None else self.cols.up(self.x, self.xl, self.cols.depth, -1)
-        self.carry = _plus(x, _plus(carry, self.last))
-        self.x = self.last = None
+        self.x = None
+        self.carry = _plus(x, y)
+        self.closed = True
 
 
-# Row blocks of the finest row levels: about this many, and none under _MIN_BLOCK entries.
+# Row blocks of the finest row levels: about this many rows each (a 1/_BLOCKS share of the
+# rows), and none under _MIN_BLOCK entries.
 _BLOCKS = 64
 _MIN_BLOCK = 1 << 12
 
@@ -675,18 +680,22 @@ _MIN_BLOCK = 1 << 12
 def _plan(rows, n_cols, rowwise):
     """The row level ``L`` that splits the pass, and blocks of its folders.
 
-    Row levels up to ``L`` are processed whole; the finer ones block by block, each block
-    a run of folders of level ``L`` (its rows are contiguous in the leaf order). ``L``
-    balances the sums carried from level ``L`` (3 rows per folder) against the work of a
-    block (about 30 rows per row of the block); a map that mixes rows gets one block.
+    Row levels up to ``L`` are processed whole, before the kept matrices are allocated;
+    the finer ones block by block, each block a run of folders of level ``L`` (its rows
+    are contiguous in the leaf order). ``L`` minimises the larger of the two peaks, in
+    rows of the matrix: the coarse levels' averages and ``A`` there (8 rows a folder, on
+    top of the analysed logits) and the work of a block (about 25 rows a row of the block,
+    on top of the 4 kept matrices). A map that mixes rows gets one block.
     """
     if not rowwise or rows.depth == 0:
         return 0, [(0, 1)]
-    b = max(-(-rows.n // _BLOCKS), -(-_MIN_BLOCK // n_cols), 1)
-    if b >= rows.n:
+    n = rows.n
+    b = max(-(-n // _BLOCKS), -(-_MIN_BLOCK // n_cols), 1)
+    if b >= n:
         return 0, [(0, 1)]
+    coarse = np.cumsum(rows.n_folders)
     costs = [
-        3 * rows.n_folders[lvl] + 30 * max(float(rows.sizes[lvl].max()), b)
+        max(n + 8 * coarse[lvl], 4 * n + 25 * max(float(rows.sizes[lvl].max()), b))
         for lvl in range(rows.depth + 1)
     ]
     L = int(np.argmin(costs))
@@ -805,7 +814,8 @@ class _Pass:
             wts = (*(w[s1:e1] for w in self.weights[lr1][:4]), self.weights[lr1][4])
             wdd = (*(w[s1:e1] for w in self.weights_dd[lr1][:4]), True)
             for total in self.sums:
-                total.begin()
+                total.begin(pr)
+            last = lr1 == part.bottom
             for lc in range(cols.depth):
                 lc1 = lc + 1
                 j, jp = lc, lr
@@ -817,25 +827,33 @@ class _Pass:
                 self.mixed_sq[j, jp] += _compact_sq(D, None, w, wdd)
                 if self.mixed_terms is not None:
                     self.keep(part, D, lc1, lr1, j, jp)
-                if not self.in_set[j, jp]:
-                    continue
-                P01 = G1[lc][:, pc]
-                P10 = G0[lc1][pr, :]
-                u = G0[lc][np.ix_(pr, pc)]
-                a = P10 - u
-                b = P01 - u
-                c = G1[lc1] - P01 - P10 + u
-                del P01, P10
-                t1, t2, fmax_rows = A.terms(u, A00, a, b, c, w)
-                del u, a, b, c, A00
-                for total, term in zip(self.sums, (D, t1, t2), strict=True):
-                    total.add(lc1, term)
-                self.err_sq[j, jp] += _compact_sq(D, t1 + t2, w, wts)
-                fmax = float(np.max(fmax_rows * wts[3]))
-                best = self.factor_max[j, jp]
-                self.factor_max[j, jp] = best if best >= fmax else fmax
+                if self.in_set[j, jp]:
+                    P01 = G1[lc][:, pc]
+                    P10 = G0[lc1][pr, :]
+                    u = G0[lc][np.ix_(pr, pc)]
+                    a = P10 - u
+                    b = P01 - u
+                    c = G1[lc1] - P01 - P10 + u
+                    del P01, P10
+                    t1, t2, fmax_rows = A.terms(u, A00, a, b, c, w)
+                    del u, a, b, c
+                    for total, term in zip(self.sums, (D, t1, t2), strict=True):
+                        total.add(lc1, term)
+                    T = t1 + t2
+                    del t1, t2
+                    self.err_sq[j, jp] += _compact_sq(D, T, w, wts)
+                    del T
+                    fmax = float(np.max(fmax_rows * wts[3]))
+                    best = self.factor_max[j, jp]
+                    self.factor_max[j, jp] = best if best >= fmax else fmax
+                del D, A00
+                # what this pair alone needed (the last row level keeps A at the finest
+                # column level: the values)
+                G0[lc] = A0[lc] = None
+                if last:
+                    G1[lc] = A1[lc] = None
             for total in self.sums:
-                total.end(pr)
+                total.close()
             # this row level is done with (what it reports is recorded)
             del part.G[lr], part.A[lr], G0, A0
 
@@ -902,11 +920,24 @@ def _decompose(f, A, scales, row_tree, column_tree, keep_terms, original_shape):
         run.run(coarse)
         run.A_at(coarse, L)  # reported even when there is no pair (one row level)
         carried = [total.carry for total in run.sums]
+        for total in run.sums:
+            total.carry = None
         del coarse
 
     # the finer row levels block by block: each block's rows of the sums are final at its
     # end, so the norms of the residual and of the omitted part are taken there
-    outputs = [np.empty(f.shape) for _ in range(3)]
+    # The sums carried from level L wait in the kept matrices themselves, folder q's row in
+    # the row of its first point, which only q's block writes (after reading it): no
+    # memory beyond the kept matrices.
+    order = rows.order
+    parked = rows.starts[L] if order is None else order[rows.starts[L]]
+    outputs = []
+    for k, C in enumerate(carried):
+        outputs.append(np.empty(f.shape))
+        if C is not None:
+            outputs[-1][parked] = C
+            carried[k] = True
+        del C
     divisors = (run.vdiv, run.tdiv, run.tdiv)
     norms = [_BlockNorm() for _ in range(3)]  # values, residual, omitted part
     row_ranges = []
@@ -914,8 +945,8 @@ def _decompose(f, A, scales, row_tree, column_tree, keep_terms, original_shape):
         part = _Part(rows, L, lo, hi, Jr, own_from=L + 1 if L > 0 else 0)
         row_ranges.append((part.r0, part.r1))
         run.fill(part, check=L == 0)
-        for total, C in zip(run.sums, carried, strict=True):
-            total.carry = None if C is None else C[lo:hi]
+        for total, out, C in zip(run.sums, outputs, carried, strict=True):
+            total.carry = None if C is None else out[parked[lo:hi]]
         run.run(part)
         V = run.A_at(part, Jr)[Jc]
         vdiv = run.row_divisor(run.vdiv, part.r0, part.r1)
