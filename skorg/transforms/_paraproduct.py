@@ -310,7 +310,7 @@ class _Compact:
 
     def compute_values(self):
         if self.values is not None:
-            return self.values
+            return self.values.copy()
         av, cols = self.av, self.av.cols
         out = np.empty(av.f.shape)
         for r0, r1 in self.row_ranges:
@@ -362,7 +362,8 @@ class ParaproductResult:
     and ``mixed_sum`` cost about one pass over the matrix (one evaluation of ``A`` for
     ``values``, ``depth`` additions for a column or row sum), the others one or two
     additions of kept matrices. Read a field once and keep it in a variable when it is
-    used repeatedly.
+    used repeatedly. A pickled result carries ``values`` (one more matrix) instead of
+    the nonlinearity, which need not pickle.
 
     Attributes
     ----------
@@ -865,10 +866,11 @@ class _Pass:
         self.mixed_terms[j, jp][pts] = full if self.vdiv is None else full / self.vdiv[pts]
 
 
-# Peak memory of a decomposition, in full matrices of the analysed shape (measured with
-# tracemalloc at 256 to 1024 points a side: 38 to 39 without the per-scale terms), and the
-# extra ones that keep_terms adds (depth**2 + 2 depth).
-_PEAK_MATRICES = 40
+# Peak memory of a decomposition, in full matrices of the analysed shape (tracemalloc,
+# benchmarks/bench_memory.py: 4.4 to 4.6 at 512 to 2048 points a side without the
+# per-scale terms; the result keeps 4), and the extra ones that keep_terms adds
+# (depth**2 + 2 depth).
+_PEAK_MATRICES = 5
 
 
 def _estimated_bytes(shape, row_tree, column_tree, keep_terms):
@@ -1097,7 +1099,7 @@ def paraproduct_decomposition(
         of the padded matrix); or raise (``"error"``).
     keep_terms : bool, default=False
         Keep every per-scale term (``depth**2 + 2 depth`` full matrices: 1.4 GB at
-        2048 x 2048); the sums over scales are always kept. Before it starts the
+        2048 x 2048); the sums over ``scales`` are always kept. Before it starts the
         function compares its estimated memory with the working-memory budget
         (see Notes) and raises ``MemoryError`` with the figure when it would not fit.
 
@@ -1122,12 +1124,19 @@ def paraproduct_decomposition(
     Every term is computed on compact folder x folder grids (row sums of the
     softmax weighted by the column folder sizes) and the sums over scales are
     refined one level at a time, so all scales cost about ``O(n_rows n_cols)``
-    (plus, with ``keep_terms``, one full matrix per term). Memory: the result holds
-    about 12 matrices of the input's size and the computation peaks near 40 (1.3 GB
-    at 2048 x 2048), plus ``depth**2 + 2 depth`` with ``keep_terms``; when that
-    estimate exceeds the working-memory budget (half the physical memory, or the
-    ``SKORG_MAX_MEMORY`` environment variable in MiB) a ``MemoryError`` naming both
-    figures is raised before anything is allocated.
+    (plus, with ``keep_terms``, one full matrix per term). The coarse row levels
+    are processed whole and the finer ones in blocks of about 1/64 of the rows
+    (whole folders; one block for a :class:`Nonlinearity` that is not
+    ``rowwise``), so no full-size average or term is ever held.
+
+    Memory: the result keeps 4 matrices of the analysed size (the analysed
+    logits, ``modelled``, ``first_order``, ``second_order``) and computes the
+    other full-size fields when they are read (see :class:`ParaproductResult`);
+    the computation peaks under 5 (4.4 to 4.6 measured from 512 to 2048 points
+    a side: 150 MB at 2048 x 2048), plus ``depth**2 + 2 depth`` with
+    ``keep_terms``. When that estimate exceeds the working-memory budget (half the
+    physical memory, or the ``SKORG_MAX_MEMORY`` environment variable in MiB) a
+    ``MemoryError`` naming both figures is raised before anything is allocated.
 
     References
     ----------
