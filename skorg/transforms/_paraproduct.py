@@ -867,9 +867,9 @@ class _Pass:
 
 
 # Peak memory of a decomposition, in full matrices of the analysed shape (tracemalloc,
-# benchmarks/bench_memory.py: 4.4 to 4.6 at 512 to 2048 points a side without the
+# benchmarks/bench_memory.py: 4.3 to 4.4 at 512 to 2048 points a side without the
 # per-scale terms; the result keeps 4), and the extra ones that keep_terms adds
-# (depth**2 + 2 depth).
+# (depth**2 + 2 depth kept, and 2 for the expansion of one term: 105 measured at 512).
 _PEAK_MATRICES = 5
 
 
@@ -878,7 +878,7 @@ def _estimated_bytes(shape, row_tree, column_tree, keep_terms):
         (t.n_levels - 1) if t is not None else int(n).bit_length() - 1
         for t, n in ((row_tree, shape[0]), (column_tree, shape[1]))
     )
-    matrices = _PEAK_MATRICES + (depth * depth + 2 * depth if keep_terms else 0)
+    matrices = _PEAK_MATRICES + (depth * depth + 2 * depth + 2 if keep_terms else 0)
     return 8 * int(shape[0]) * int(shape[1]) * matrices
 
 
@@ -1132,8 +1132,8 @@ def paraproduct_decomposition(
     Memory: the result keeps 4 matrices of the analysed size (the analysed
     logits, ``modelled``, ``first_order``, ``second_order``) and computes the
     other full-size fields when they are read (see :class:`ParaproductResult`);
-    the computation peaks under 5 (4.4 to 4.6 measured from 512 to 2048 points
-    a side: 150 MB at 2048 x 2048), plus ``depth**2 + 2 depth`` with
+    the computation peaks under 5 (4.3 to 4.4 measured from 512 to 2048 points
+    a side: 145 MB at 2048 x 2048), plus ``depth**2 + 2 depth`` with
     ``keep_terms``. When that estimate exceeds the working-memory budget (half the
     physical memory, or the ``SKORG_MAX_MEMORY`` environment variable in MiB) a
     ``MemoryError`` naming both figures is raised before anything is allocated.
