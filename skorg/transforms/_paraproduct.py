@@ -821,7 +821,8 @@ class _Pass:
                 lc1 = lc + 1
                 j, jp = lc, lr
                 pc = cols.parents[lc1]
-                A00 = A0[lc][np.ix_(pr, pc)]
+                ix = np.ix_(pr, pc)
+                A00 = A0[lc][ix]
                 # same operation order as c below, so that D == c bit for bit when A is linear
                 D = A1[lc1] - A1[lc][:, pc] - A0[lc1][pr, :] + A00
                 w = cols.sizes[lc1]
@@ -831,7 +832,7 @@ class _Pass:
                 if self.in_set[j, jp]:
                     P01 = G1[lc][:, pc]
                     P10 = G0[lc1][pr, :]
-                    u = G0[lc][np.ix_(pr, pc)]
+                    u = G0[lc][ix]
                     a = P10 - u
                     b = P01 - u
                     c = G1[lc1] - P01 - P10 + u
@@ -844,7 +845,7 @@ class _Pass:
                     del t1, t2
                     self.err_sq[j, jp] += _compact_sq(D, T, w, wts)
                     del T
-                    fmax = float(np.max(fmax_rows * wts[3]))
+                    fmax = float((fmax_rows * wts[3]).max())
                     best = self.factor_max[j, jp]
                     self.factor_max[j, jp] = best if best >= fmax else fmax
                 del D, A00
