@@ -8,7 +8,9 @@ from numbers import Real
 import numpy as np
 
 from ._nonlinearities import get_nonlinearity
-from ._paraproduct import _Averager, _check_matrix, _decompose, _norm, _rel, _resize
+from ._paraproduct_averages import _Averager, _check_matrix, _resize
+from ._paraproduct_pass import _decompose
+from ._paraproduct_result import _norm, _rel
 
 __all__ = ["corner_block_logits", "format_table", "softmax_invariance_check"]
 

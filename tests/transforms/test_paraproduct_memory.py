@@ -9,7 +9,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from skorg.transforms import EntrywiseNonlinearity, paraproduct_decomposition
 from skorg.transforms._nonlinearities import Softmax
-from skorg.transforms._paraproduct import _norm, _plan
+from skorg.transforms._paraproduct_pass import _plan
+from skorg.transforms._paraproduct_result import _norm
 from skorg.trees import PartitionTree
 
 FULL = [
