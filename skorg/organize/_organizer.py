@@ -13,9 +13,15 @@ from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from .._labels import axis_labels, check_output_columns, container_kind, data_of, reorder_like
-from ..trees import TREE_METHODS
-from ._ordering import ORDERINGS
-from ._questionnaire import EARLY_STOPPING, EMD_DTYPES, PRESETS, SCHEDULES, questionnaire
+from ._questionnaire import (
+    EARLY_STOPPING,
+    EMD_DTYPES,
+    ORGANIZER_TREE_METHODS,
+    PRESETS,
+    QUESTIONNAIRE_ORDERINGS,
+    SCHEDULES,
+    questionnaire,
+)
 
 __all__ = ["QuestionnaireOrganizer"]
 
@@ -209,13 +215,13 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         "epsilon": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "tree_constant": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "schedule": [StrOptions(set(SCHEDULES)), None],
-        "ordering": [StrOptions(set(ORDERINGS)), None],
+        "ordering": [StrOptions(set(QUESTIONNAIRE_ORDERINGS)), None],
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
         "affinity_mode": [StrOptions({"auto", "dense", "sparse"})],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "emd_dtype": [StrOptions(set(EMD_DTYPES))],
-        "tree_method": [StrOptions({*TREE_METHODS, "select"}), callable, list, tuple, None],
+        "tree_method": [StrOptions(set(ORGANIZER_TREE_METHODS)), callable, list, tuple, None],
         "tree_params": [dict, None],
         "early_stopping": [StrOptions(set(EARLY_STOPPING))],
         "tol": [Interval(Real, 0, 1, closed="left")],
