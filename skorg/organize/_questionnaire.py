@@ -14,7 +14,7 @@ from .._validation import check_finite_array, pow2_scale
 from ..metrics import affinity_matrix
 from ..trees import TREE_METHODS, build_tree, flexible_tree
 from ._ordering import ORDERINGS, leaf_order
-from ._sparse import sparse_axes, sparse_initial, sparse_rebuild
+from ._sparse import SPARSE_TREE_METHODS, sparse_axes, sparse_initial, sparse_rebuild
 
 __all__ = ["EARLY_STOPPING", "PRESETS", "SCHEDULES", "QuestionnaireResult", "questionnaire"]
 
@@ -62,8 +62,8 @@ DEFAULTS = {
     "tree_constant": 1.0,
     "schedule": "alternating",
     # chosen by benchmarks/bench_organization_quality.py (user guide, "choosing a tree
-    # builder"): per axis the sparsest of average linkage of the tree EMD, Ward of the
-    # tree-EMD features and Ward of the slices; the shortest of three optimal leaf orderings
+    # builder"): per axis the sparser of average linkage of the tree EMD and Ward of the
+    # slices; the shorter of two optimal leaf orderings
     "ordering": "shortest",
     "tree_method": "select",
 }
@@ -257,20 +257,28 @@ def questionnaire(
         axis.
     tree_constant : float or sequence of float, default=1.0
         Flexible-tree constant of each axis.
-    tree_method : str, callable or sequence of those, default="average"
+    tree_method : str, callable or sequence of those, default="select"
         The tree builder of each axis (one, or one per axis), see
         :func:`~skorg.trees.build_tree`: ``"flexible"`` (the paper's flexible tree of the
         affinity), the linkage rules ``"average"``, ``"complete"``, ``"single"``,
-        ``"weighted"``, ``"ward"`` (:func:`~skorg.trees.hierarchical_tree` of the tree EMD,
-        or of ``1 - A / max A`` for the initial cosine affinity), ``"hybrid"``
-        (:func:`~skorg.trees.hybrid_tree`), ``"bisection"``
-        (:func:`~skorg.trees.bisection_tree` of the affinity), ``"select"`` (per axis and
-        step, the candidate among average and hybrid linkage whose Haar expansion of X on
-        all current trees has the smallest l1 norm) or a callable
-        ``f(distances=..., affinity=...) -> PartitionTree``. The default (average linkage)
-        was chosen by the organization-quality benchmark (user guide,
+        ``"weighted"`` (:func:`~skorg.trees.hierarchical_tree` of the tree EMD, or of
+        ``1 - A / max A`` for the initial cosine affinity), ``"ward"`` (exact Ward of the
+        tree-EMD features, the points whose l1 distances are the tree EMD, see
+        :func:`~skorg.metrics.tree_emd_embedding`; the slices themselves for an initial
+        tree, and the diffusion embedding of the EMD when the features would not fit in the
+        memory budget), ``"ward_slices"`` (Ward of the slices of X along the axis in
+        Euclidean distance, which does not depend on the other trees: SciPy's Ward tree),
+        ``"hybrid"`` (:func:`~skorg.trees.hybrid_tree`), ``"bisection"``
+        (:func:`~skorg.trees.bisection_tree` of the affinity), ``"select"`` or a callable
+        ``f(distances=..., affinity=...) -> PartitionTree``. ``"select"`` (the default)
+        builds, per axis and step, average linkage of the tree EMD and Ward of the slices
+        and keeps the tree whose Haar expansion of X on all current trees has the smaller
+        l1 norm (the questionnaire's objective; ``history[k]["method"]`` records the
+        choice). It was chosen by the organization-quality benchmark (user guide,
         "choosing a tree builder"); the presets pin ``"flexible"``. Axes on the sparse path
-        take ``"flexible"`` only (the default gives way to it there). Inside the iteration
+        take ``"flexible"`` (the default gives way to it there), ``"single"`` (the minimum
+        spanning forest of the k-NN graph) or ``"ward"`` (Ward of its sparse diffusion
+        embedding). Inside the iteration
         the linkage trees skip SciPy's optimal leaf ordering (the tree EMD sees partitions
         only); ``ordering`` gives the organized order.
     tree_params : dict, optional
@@ -295,9 +303,14 @@ def questionnaire(
 
         The last two reproduce the original implementation; the first is the
         corrected default.
-    ordering : {"emd_olo", "tree", "tree_olo"}, default="emd_olo"
-        How the organized order of each axis is derived; see
-        :func:`skorg.organize.leaf_order`.
+    ordering : {"shortest", "emd_olo", "tree", "tree_olo"}, default="shortest"
+        How the organized order of each axis is derived. ``"shortest"`` (the default)
+        computes SciPy's single-linkage optimal leaf ordering of the tree EMD
+        (``"emd_olo"``) and of the Euclidean distances between the slices, and keeps the
+        one whose path through the slices (the sum of Euclidean distances between
+        neighbours) is shorter (the tree EMD's on a tie, and on axes of the sparse path,
+        which have no dense distances). Neither follows the tree's folders; ``"tree_olo"``
+        does (see :func:`skorg.organize.leaf_order` for the others).
     preset : {"paper_3d_heads", "paper_2d_holder"}, optional
         The paper's settings (see :data:`PRESETS`).
     n_jobs : int, optional
@@ -479,7 +492,7 @@ def questionnaire(
         if sparse[axis]:
             A, tree = sparse_initial(
                 _unfold(Xe, axis), p["init_affinity"], init_params, constants[axis],
-                n_neighbors, random_state, n_jobs,
+                n_neighbors, random_state, n_jobs, methods[axis],
             )  # fmt: skip
         else:
             A = affinity_matrix(_unfold(X, axis), p["init_affinity"], **init_params)
@@ -498,7 +511,7 @@ def questionnaire(
         if sparse[axis]:
             d, A, tree = sparse_rebuild(
                 Xe, others, axis, alphas, betas, epsilons[axis], constants[axis], n_neighbors,
-                random_state, n_jobs,
+                random_state, n_jobs, methods[axis],
             )  # fmt: skip
             distances[axis], affinities[axis] = d, A
             record(iteration, axis, tree)
@@ -600,10 +613,11 @@ def _tree_methods(value, ndim, sparse, default=False):
             )
         if sparse[axis] and m != "flexible" and default:
             methods[axis] = "flexible"
-        elif sparse[axis] and m != "flexible":
+        elif sparse[axis] and m not in SPARSE_TREE_METHODS:
             raise ValueError(
-                f"axis {axis} takes the sparse k-NN path, which builds flexible trees only; "
-                f"got tree_method={m!r}. Use affinity_mode='dense' or tree_method='flexible'."
+                f"axis {axis} takes the sparse k-NN path, whose k-NN graph builds the trees "
+                f"{SPARSE_TREE_METHODS} only; got tree_method={m!r}. Use affinity_mode='dense' "
+                "or one of those."
             )
     return methods
 

@@ -182,7 +182,7 @@ def test_shortest_ordering_is_the_shorter_of_two_optimal_leaf_orderings():
             emd = leaf_order(tree, res.distances[axis], "emd_olo")
             euclid = leaf_order(tree, E, "emd_olo")
 
-            def path(order):
+            def path(order, U=U):
                 return float(np.linalg.norm(np.diff(U[order], axis=0), axis=1).sum())
 
             want = euclid if path(euclid) < path(emd) * (1 - 1e-9) else emd
@@ -215,3 +215,17 @@ def test_tree_method_errors(data):
         questionnaire(data, tree_method=lambda distances, affinity: "a tree")
     with pytest.raises(ValueError, match="tree_method"):
         QuestionnaireOrganizer(tree_method="kmeans").fit(data)
+
+
+@pytest.mark.parametrize("method", ["single", "ward"])
+def test_sparse_path_builds_single_and_ward_trees_from_its_knn_graph(data, method):
+    import scipy.sparse as sp
+
+    res = questionnaire(data, n_iter=1, tree_method=method, affinity_mode="sparse", n_neighbors=8)
+    for axis in (0, 1):
+        A = res.affinities[axis]
+        assert sp.issparse(A)
+        assert res.trees[axis] == hierarchical_tree(
+            affinity=A, method=method, optimal_ordering=False
+        )
+        assert res.trees[axis].is_binary
