@@ -683,44 +683,47 @@ def _shortest_order(tree, distances, euclid):
     return candidates[1] if lengths[1] < lengths[0] * (1 - _TIE) else candidates[0]
 
 
+def _haar_along(Y, tree, axis):
+    """Haar coefficients of Y along ``axis``, computed along the last axis of a contiguous
+    copy: one compiled kernel serves every axis (a first fit compiles less)."""
+    from ..transforms import haar_transform
+
+    moved = np.ascontiguousarray(np.moveaxis(Y, axis, -1))
+    return np.moveaxis(haar_transform(moved, tree, axis=-1), -1, axis)
+
+
 def _partial_transform(X, trees, axis):
     """X scaled to largest magnitude 1 with its Haar transform along every axis but ``axis``
     (None: that axis untransformed), and the l2 norm of the scaled X."""
-    from ..transforms import multi_haar_transform
-
     if sp.issparse(X):
         X = X.toarray()
     top = float(np.abs(X).max())
     if top == 0:
         return None
     Xs = X / top
-    others = [t if a != axis else None for a, t in enumerate(trees)]
-    Y = multi_haar_transform(Xs, others) if any(t is not None for t in others) else Xs
+    Y = Xs
+    for a, tree in enumerate(trees):
+        if a != axis and tree is not None:
+            Y = _haar_along(Y, tree, a)
     return Y, float(np.sqrt(np.sum(Xs * Xs)))
 
 
 def _objective_along(partial, tree, axis):
     """:func:`_objective` of the trees behind ``partial`` with ``tree`` on ``axis``."""
-    from ..transforms import haar_transform
-
     if partial is None:
         return 0.0
     Y, norm = partial
-    return float(np.abs(haar_transform(Y, tree, axis=axis)).sum() / norm)
+    return float(np.abs(_haar_along(Y, tree, axis)).sum() / norm)
 
 
 def _objective(X, trees):
     """Normalized Haar l1 norm of X on all trees: ``||H X||_1 / ||X||_2`` (lower is sparser).
 
-    The ratio does not depend on the units of X; an all-zero X counts as 0.
+    The ratio does not depend on the units of X (X is divided by its largest magnitude before
+    any square); an all-zero X counts as 0. None in ``trees``: that axis untransformed.
     """
-    from ..transforms import multi_haar_transform
-
-    if sp.issparse(X):  # the Haar coefficients of a sparse matrix are dense anyway
-        X = X.toarray()
-    top = float(np.abs(X).max())
-    if top == 0:
+    partial = _partial_transform(X, trees, None)
+    if partial is None:
         return 0.0
-    Xs = X / top  # units out before squaring: 1e-150 or 1e150 give the same ratio
-    coefs = multi_haar_transform(Xs, list(trees))  # None: that axis untransformed
-    return float(np.abs(coefs).sum() / np.sqrt(np.sum(Xs * Xs)))
+    Y, norm = partial
+    return float(np.abs(Y).sum() / norm)
