@@ -107,9 +107,10 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         ``f(distances=..., affinity=...) -> PartitionTree``; see
         :func:`~skorg.organize.questionnaire`, :func:`~skorg.trees.build_tree`
         and the user guide, "choosing a tree builder". The default,
-        ``"select"``, keeps per axis and step the sparser (by the Haar l1
-        norm of X) of average linkage of the tree EMD and Ward of the
-        slices; it was chosen there. The presets pin ``"flexible"``.
+        ``"select"``, keeps per axis and step whichever of average linkage
+        of the tree EMD and Ward of the slices compresses X better (the
+        error after keeping the largest 5% of the Haar coefficients on all
+        trees); it was chosen there. The presets pin ``"flexible"``.
     tree_params : dict, default=None
         Extra arguments of the tree builders (e.g. ``merge_tolerance``).
     early_stopping : {"unchanged", "objective", "never"}, default="unchanged"
