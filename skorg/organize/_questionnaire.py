@@ -276,13 +276,13 @@ def questionnaire(
         builds, per axis and step, average linkage of the tree EMD and Ward of the slices
         and keeps the tree on which the Haar expansion of X (with the other axes' current
         trees) compresses best: the smaller relative l2 error after keeping the largest 5%
-        of the coefficients (``history[k]["method"]`` records the choice). It was chosen by the organization-quality benchmark (user guide,
-        "choosing a tree builder"); the presets pin ``"flexible"``. Axes on the sparse path
-        take ``"flexible"`` (the default gives way to it there), ``"single"`` (the minimum
-        spanning forest of the k-NN graph) or ``"ward"`` (Ward of its sparse diffusion
-        embedding). Inside the iteration
-        the linkage trees skip SciPy's optimal leaf ordering (the tree EMD sees partitions
-        only); ``ordering`` gives the organized order.
+        of the coefficients (``history[k]["method"]`` records the choice). It was chosen by
+        the organization-quality benchmark (user guide, "choosing a tree builder"); the
+        presets pin ``"flexible"``. Axes on the sparse path take ``"flexible"`` (the default
+        gives way to it there), ``"single"`` (the minimum spanning forest of the k-NN graph)
+        or ``"ward"`` (Ward of its sparse diffusion embedding). Inside the iteration the
+        linkage trees skip SciPy's optimal leaf ordering (the tree EMD sees partitions only);
+        ``ordering`` gives the organized order.
     tree_params : dict, optional
         Extra arguments of the builders (for example ``{"merge_tolerance": 0.05}``).
     early_stopping : {"unchanged", "objective", "never"}, default="unchanged"
