@@ -19,8 +19,9 @@ breast cancer (569 x 30), both z-scored per column; 18 shuffled smooth 64 x 64 a
 matrices from ``skorg.datasets``; and, when torch, transformers and the offline MiniLM weights
 are installed, one all-MiniLM-L6-v2 attention tensor (query x key x head, 72 heads).
 
-The ``runtime`` case times the default against the previous default (flexible trees,
-``emd_beta=1``) on a 512 x 512 matrix (best of three, same run).
+The ``runtime`` case times the default against the default the organization-quality work
+started from (flexible trees, ``emd_beta=1``) and the stop-19 default (average linkage of the
+tree EMD) on a 512 x 512 matrix (best of three, same run).
 
 Run ``python benchmarks/bench_organization_quality.py`` (about 10 minutes on 2 quiet cores),
 or name datasets: ``python benchmarks/bench_organization_quality.py wine shuffled runtime``;
@@ -52,7 +53,12 @@ SCIPY = {
 
 SKORG = {
     "skorg default": {},
-    "skorg previous default (flexible)": {"tree_method": "flexible", "emd_beta": 1.0},
+    "skorg stop-19 default (average)": {"tree_method": "average", "ordering": "emd_olo"},
+    "skorg previous default (flexible)": {
+        "tree_method": "flexible",
+        "emd_beta": 1.0,
+        "ordering": "emd_olo",
+    },
     "skorg flexible beta=0": {"emd_beta": 0.0, "tree_method": "flexible"},
     "skorg average": {"tree_method": "average", "emd_beta": 1.0},
     "skorg average beta=0": {"tree_method": "average", "emd_beta": 0.0},
@@ -61,7 +67,7 @@ SKORG = {
     "skorg single": {"tree_method": "single", "emd_beta": 1.0},
     "skorg complete beta=0": {"tree_method": "complete", "emd_beta": 0.0},
     "skorg bisection": {"tree_method": "bisection", "emd_beta": 1.0},
-    "skorg select": {"tree_method": "select", "emd_beta": 1.0},
+    "skorg ward slices": {"tree_method": "ward_slices"},
     "skorg select beta=0": {"tree_method": "select", "emd_beta": 0.0},
     "skorg hybrid": {"tree_method": "hybrid", "emd_beta": 1.0},
     "skorg hybrid beta=0": {"tree_method": "hybrid", "emd_beta": 0.0},
@@ -236,7 +242,12 @@ def bench_runtime(n=512, repeats=3):
     """The default against the previous default (flexible tree, emd_beta=1) at n x n."""
     X = make_shuffled_matrix(n, n, kind="band", noise=0.05, random_state=0).X
     configs = {
-        "previous default (flexible, beta=1)": {"tree_method": "flexible", "emd_beta": 1.0},
+        "previous default (flexible, beta=1)": {
+            "tree_method": "flexible",
+            "emd_beta": 1.0,
+            "ordering": "emd_olo",
+        },
+        "stop-19 default (average)": {"tree_method": "average", "ordering": "emd_olo"},
         "skorg default": {},
     }
     for params in configs.values():  # compile every kernel first

@@ -41,11 +41,12 @@ def evaluate(data, rows, cols):
 
 def main(sizes=(64, 128), seeds=(0, 1, 2), noise=0.05):
     methods = {
-        "questionnaire emd_olo (default)": {"ordering": "emd_olo"},
+        "questionnaire shortest (default)": {},
+        "questionnaire emd_olo": {"ordering": "emd_olo"},
         "questionnaire tree_olo": {"ordering": "tree_olo"},
         "questionnaire tree (original rule)": {"ordering": "tree"},
         "questionnaire Hoelder preset": {"preset": "paper_2d_holder"},
-        "questionnaire emd_olo, alpha=0 beta=0": {"emd_beta": 0.0},
+        "questionnaire emd_olo, alpha=0 beta=0": {"emd_beta": 0.0, "ordering": "emd_olo"},
     }
     baselines = {f"scipy {m} linkage + OLO": m for m in ("average", "single")}
     results = {name: [] for name in [*methods, *baselines]}

@@ -13,9 +13,15 @@ from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from .._labels import axis_labels, check_output_columns, container_kind, data_of, reorder_like
-from ..trees import TREE_METHODS
-from ._ordering import ORDERINGS
-from ._questionnaire import EARLY_STOPPING, EMD_DTYPES, PRESETS, SCHEDULES, questionnaire
+from ._questionnaire import (
+    EARLY_STOPPING,
+    EMD_DTYPES,
+    ORGANIZER_TREE_METHODS,
+    PRESETS,
+    QUESTIONNAIRE_ORDERINGS,
+    SCHEDULES,
+    questionnaire,
+)
 
 __all__ = ["QuestionnaireOrganizer"]
 
@@ -71,10 +77,14 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
     schedule : {"alternating", "jacobi", "reference_3d"}, default="alternating"
         Order of the updates; the last two reproduce the original code (see
         :func:`~skorg.organize.questionnaire`).
-    ordering : {"emd_olo", "tree", "tree_olo"}, default="emd_olo"
-        How each axis's organized order is derived (the tree's leaf order,
-        that order with children rearranged, or optimal leaf ordering on the
-        learned distances, which need not follow the tree's folders).
+    ordering : {"shortest", "emd_olo", "tree", "tree_olo"}, default="shortest"
+        How each axis's organized order is derived: ``"shortest"``, the
+        shorter path through the slices of two optimal leaf orderings (of
+        the learned distances and of the slices' Euclidean distances);
+        ``"emd_olo"``, the first of them; ``"tree"``, the tree's leaf order;
+        ``"tree_olo"``, that order with children rearranged. Only the last
+        two follow the tree's folders; see
+        :func:`~skorg.organize.questionnaire`.
     random_state : int, RandomState instance or None, default=None
         Seed of the sparse path (None: 0); the dense algorithm draws no random
         numbers, so its results do not depend on it.
@@ -89,15 +99,18 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
     emd_dtype : {"float64", "float32"}, default="float64"
         Precision of the tree-EMD features and sums; ``"float32"`` is faster
         (twice the SIMD width) with distances accurate to about 1e-6 relative.
-    tree_method : str, callable or list of those, default="average"
+    tree_method : str, callable or list of those, default="select"
         The tree builder of each axis (one for all, or one per axis):
         ``"flexible"``, ``"average"``, ``"complete"``, ``"single"``,
-        ``"weighted"``, ``"ward"``, ``"hybrid"``, ``"bisection"``,
-        ``"select"`` or a callable ``f(distances=..., affinity=...) ->
-        PartitionTree``; see :func:`~skorg.organize.questionnaire`,
-        :func:`~skorg.trees.build_tree` and the user guide, "choosing a tree
-        builder" (the default, average linkage of the tree EMD, was chosen
-        there). The presets pin ``"flexible"``.
+        ``"weighted"``, ``"ward"``, ``"ward_slices"``, ``"hybrid"``,
+        ``"bisection"``, ``"select"`` or a callable
+        ``f(distances=..., affinity=...) -> PartitionTree``; see
+        :func:`~skorg.organize.questionnaire`, :func:`~skorg.trees.build_tree`
+        and the user guide, "choosing a tree builder". The default,
+        ``"select"``, keeps per axis and step whichever of average linkage
+        of the tree EMD and Ward of the slices compresses X better (the
+        error after keeping the largest 5% of the Haar coefficients on all
+        trees); it was chosen there. The presets pin ``"flexible"``.
     tree_params : dict, default=None
         Extra arguments of the tree builders (e.g. ``merge_tolerance``).
     early_stopping : {"unchanged", "objective", "never"}, default="unchanged"
@@ -124,7 +137,8 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         The tree EMD behind each final affinity.
     history_ : list of dict
         Every tree built, in order (``iteration``, ``axis``, ``tree``,
-        ``changed``, ``objective``).
+        ``changed``, ``objective``, ``method``: the builder, or the candidate
+        ``"select"`` kept).
     n_iter_ : int
         Sweeps run.
     stop_reason_ : {"n_iter", "unchanged", "objective"}
@@ -209,13 +223,13 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         "epsilon": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "tree_constant": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "schedule": [StrOptions(set(SCHEDULES)), None],
-        "ordering": [StrOptions(set(ORDERINGS)), None],
+        "ordering": [StrOptions(set(QUESTIONNAIRE_ORDERINGS)), None],
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
         "affinity_mode": [StrOptions({"auto", "dense", "sparse"})],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "emd_dtype": [StrOptions(set(EMD_DTYPES))],
-        "tree_method": [StrOptions({*TREE_METHODS, "select"}), callable, list, tuple, None],
+        "tree_method": [StrOptions(set(ORGANIZER_TREE_METHODS)), callable, list, tuple, None],
         "tree_params": [dict, None],
         "early_stopping": [StrOptions(set(EARLY_STOPPING))],
         "tol": [Interval(Real, 0, 1, closed="left")],

@@ -14,13 +14,19 @@ from .._validation import check_finite_array, pow2_scale
 from ..metrics import affinity_matrix
 from ..trees import TREE_METHODS, build_tree, flexible_tree
 from ._ordering import ORDERINGS, leaf_order
-from ._sparse import sparse_axes, sparse_initial, sparse_rebuild
+from ._sparse import SPARSE_TREE_METHODS, sparse_axes, sparse_initial, sparse_rebuild
 
 __all__ = ["EARLY_STOPPING", "PRESETS", "SCHEDULES", "QuestionnaireResult", "questionnaire"]
 
 SCHEDULES = ("alternating", "jacobi", "reference_3d")
-# The builders tree_method="select" compares on every axis, by the Haar l1 of the data.
-SELECT_CANDIDATES = ("average", "hybrid")
+# The builders tree_method="select" compares on every axis, by the error of keeping the
+# SELECT_KEEP largest Haar coefficients of the data on all current trees.
+SELECT_CANDIDATES = ("average", "ward_slices")
+SELECT_KEEP = 0.05
+# tree_method names the questionnaire adds to skorg.trees' builders
+ORGANIZER_TREE_METHODS = (*TREE_METHODS, "ward_slices", "select")
+# the questionnaire's orderings: leaf_order's, and the shortest path among several of them
+QUESTIONNAIRE_ORDERINGS = (*ORDERINGS, "shortest")
 ORDERED_BUILDERS = ("average", "complete", "single", "weighted", "ward", "hybrid")
 EARLY_STOPPING = ("unchanged", "objective", "never")
 _INIT_AFFINITIES = ("cosine", "correlation", "gaussian")
@@ -35,6 +41,7 @@ PRESETS = {
         "emd_beta": 1.0,
         "n_iter": 3,
         "tree_method": "flexible",
+        "ordering": "emd_olo",
     },
     # the paper's Hoelder organization of one matrix, before the paraproduct
     "paper_2d_holder": {
@@ -56,10 +63,11 @@ DEFAULTS = {
     "epsilon": 1.0,
     "tree_constant": 1.0,
     "schedule": "alternating",
-    "ordering": "emd_olo",
     # chosen by benchmarks/bench_organization_quality.py (user guide, "choosing a tree
-    # builder"): average linkage of the tree EMD
-    "tree_method": "average",
+    # builder"): per axis the sparser of average linkage of the tree EMD and Ward of the
+    # slices; the shorter of two optimal leaf orderings
+    "ordering": "shortest",
+    "tree_method": "select",
 }
 
 
@@ -251,22 +259,30 @@ def questionnaire(
         axis.
     tree_constant : float or sequence of float, default=1.0
         Flexible-tree constant of each axis.
-    tree_method : str, callable or sequence of those, default="average"
+    tree_method : str, callable or sequence of those, default="select"
         The tree builder of each axis (one, or one per axis), see
         :func:`~skorg.trees.build_tree`: ``"flexible"`` (the paper's flexible tree of the
         affinity), the linkage rules ``"average"``, ``"complete"``, ``"single"``,
-        ``"weighted"``, ``"ward"`` (:func:`~skorg.trees.hierarchical_tree` of the tree EMD,
-        or of ``1 - A / max A`` for the initial cosine affinity), ``"hybrid"``
-        (:func:`~skorg.trees.hybrid_tree`), ``"bisection"``
-        (:func:`~skorg.trees.bisection_tree` of the affinity), ``"select"`` (per axis and
-        step, the candidate among average and hybrid linkage whose Haar expansion of X on
-        all current trees has the smallest l1 norm) or a callable
-        ``f(distances=..., affinity=...) -> PartitionTree``. The default (average linkage)
-        was chosen by the organization-quality benchmark (user guide,
-        "choosing a tree builder"); the presets pin ``"flexible"``. Axes on the sparse path
-        take ``"flexible"`` only (the default gives way to it there). Inside the iteration
-        the linkage trees skip SciPy's optimal leaf ordering (the tree EMD sees partitions
-        only); ``ordering`` gives the organized order.
+        ``"weighted"`` (:func:`~skorg.trees.hierarchical_tree` of the tree EMD, or of
+        ``1 - A / max A`` for the initial cosine affinity), ``"ward"`` (exact Ward of the
+        tree-EMD features, the points whose l1 distances are the tree EMD, see
+        :func:`~skorg.metrics.tree_emd_embedding`; the slices themselves for an initial
+        tree, and the diffusion embedding of the EMD when the features would not fit in the
+        memory budget), ``"ward_slices"`` (Ward of the slices of X along the axis in
+        Euclidean distance, which does not depend on the other trees: SciPy's Ward tree),
+        ``"hybrid"`` (:func:`~skorg.trees.hybrid_tree`), ``"bisection"``
+        (:func:`~skorg.trees.bisection_tree` of the affinity), ``"select"`` or a callable
+        ``f(distances=..., affinity=...) -> PartitionTree``. ``"select"`` (the default)
+        builds, per axis and step, average linkage of the tree EMD and Ward of the slices
+        and keeps the tree on which the Haar expansion of X (with the other axes' current
+        trees) compresses best: the smaller relative l2 error after keeping the largest 5%
+        of the coefficients (``history[k]["method"]`` records the choice). It was chosen by
+        the organization-quality benchmark (user guide, "choosing a tree builder"); the
+        presets pin ``"flexible"``. Axes on the sparse path take ``"flexible"`` (the default
+        gives way to it there), ``"single"`` (the minimum spanning forest of the k-NN graph)
+        or ``"ward"`` (Ward of its sparse diffusion embedding). Inside the iteration the
+        linkage trees skip SciPy's optimal leaf ordering (the tree EMD sees partitions only);
+        ``ordering`` gives the organized order.
     tree_params : dict, optional
         Extra arguments of the builders (for example ``{"merge_tolerance": 0.05}``).
     early_stopping : {"unchanged", "objective", "never"}, default="unchanged"
@@ -289,9 +305,14 @@ def questionnaire(
 
         The last two reproduce the original implementation; the first is the
         corrected default.
-    ordering : {"emd_olo", "tree", "tree_olo"}, default="emd_olo"
-        How the organized order of each axis is derived; see
-        :func:`skorg.organize.leaf_order`.
+    ordering : {"shortest", "emd_olo", "tree", "tree_olo"}, default="shortest"
+        How the organized order of each axis is derived. ``"shortest"`` (the default)
+        computes SciPy's single-linkage optimal leaf ordering of the tree EMD
+        (``"emd_olo"``) and of the Euclidean distances between the slices, and keeps the
+        one whose path through the slices (the sum of Euclidean distances between
+        neighbours) is shorter (the tree EMD's on a tie, and on axes of the sparse path,
+        which have no dense distances). Neither follows the tree's folders; ``"tree_olo"``
+        does (see :func:`skorg.organize.leaf_order` for the others).
     preset : {"paper_3d_heads", "paper_2d_holder"}, optional
         The paper's settings (see :data:`PRESETS`).
     n_jobs : int, optional
@@ -358,8 +379,10 @@ def questionnaire(
         raise ValueError(f"n_iter must be a non-negative integer, got {p['n_iter']!r}.")
     if p["schedule"] not in SCHEDULES:
         raise ValueError(f"Unknown schedule {p['schedule']!r}; expected one of {SCHEDULES}.")
-    if p["ordering"] not in ORDERINGS:
-        raise ValueError(f"Unknown ordering {p['ordering']!r}; expected one of {ORDERINGS}.")
+    if p["ordering"] not in QUESTIONNAIRE_ORDERINGS:
+        raise ValueError(
+            f"Unknown ordering {p['ordering']!r}; expected one of {QUESTIONNAIRE_ORDERINGS}."
+        )
     if emd_dtype not in EMD_DTYPES:
         raise ValueError(f"emd_dtype must be one of {EMD_DTYPES}, got {emd_dtype!r}.")
     if early_stopping not in EARLY_STOPPING:
@@ -397,21 +420,44 @@ def questionnaire(
             return {"optimal_ordering": False, **builder_params}
         return builder_params
 
-    def make_tree(axis, A, d, check=False):
+    # axis -> Euclidean distances between its slices and their Ward tree (neither depends on
+    # the other trees, so each is computed once)
+    slice_distances, slice_trees = {}, {}
+
+    def distances_of_slices(axis):
+        if axis not in slice_distances:
+            slice_distances[axis] = _euclidean_distances(_unfold(Xe, axis))
+        return slice_distances[axis]
+
+    def build_one(method, axis, A, d, points):
+        if method == "ward" and points is not None:
+            return build_tree("ward", points=points, **params_of("ward"))
+        if method in ("ward", "ward_slices"):
+            if axis not in slice_trees:
+                slice_trees[axis] = _ward_tree(distances_of_slices(axis))
+            return slice_trees[axis]
+        return build_tree(
+            method, distances=d, affinity=A, tree_constant=constants[axis], **params_of(method)
+        )
+
+    def make_tree(axis, A, d, check=False, points=None):
         method = methods[axis]
         if method == "flexible" and not builder_params:
             return flexible_tree(A, tree_constant=constants[axis], check_input=check)
+        if method == "ward" and points is None and d is None:
+            method = "ward_slices"  # an initial tree: no other trees, no features yet
         if method != "select":
-            return build_tree(
-                method, distances=d, affinity=A, tree_constant=constants[axis],
-                **params_of(method),
-            )  # fmt: skip
-        # every candidate builder on the same geometry; keep the sparsest Haar expansion of X
+            return build_one(method, axis, A, d, points)
+        # every candidate builder on the axis's geometry; keep the one whose Haar expansion
+        # compresses X best (the transform along the other axes is shared by all candidates)
         best = None
+        partial = _partial_transform(X, trees, axis)
         for name in SELECT_CANDIDATES:
-            tree = build_tree(name, distances=d, affinity=A, **params_of(name))
-            value = _objective(X, [tree if a == axis else t for a, t in enumerate(trees)])
-            if best is None or value < best[0]:
+            tree = build_one(name, axis, A, d, points)
+            value = _compression_error_along(partial, tree, axis)
+            # near-ties (within rounding) keep the earlier candidate: rescaled data, whose
+            # objective differs in the last bits, then selects the same trees
+            if best is None or value < best[0] * (1 - _TIE):
                 best = (value, name, tree)
         chosen[axis] = best[1]
         return best[2]
@@ -448,7 +494,7 @@ def questionnaire(
         if sparse[axis]:
             A, tree = sparse_initial(
                 _unfold(Xe, axis), p["init_affinity"], init_params, constants[axis],
-                n_neighbors, random_state, n_jobs,
+                n_neighbors, random_state, n_jobs, methods[axis],
             )  # fmt: skip
         else:
             A = affinity_matrix(_unfold(X, axis), p["init_affinity"], **init_params)
@@ -467,7 +513,7 @@ def questionnaire(
         if sparse[axis]:
             d, A, tree = sparse_rebuild(
                 Xe, others, axis, alphas, betas, epsilons[axis], constants[axis], n_neighbors,
-                random_state, n_jobs,
+                random_state, n_jobs, methods[axis],
             )  # fmt: skip
             distances[axis], affinities[axis] = d, A
             record(iteration, axis, tree)
@@ -480,7 +526,10 @@ def questionnaire(
                 Xe, others, axis, alphas, betas, False, None, feature_dtype, n_jobs, None
             )
             A = symmetric_dual_affinity_core(d, epsilons[axis])
-            tree = make_tree(axis, A, d)
+            points = None
+            if methods[axis] == "ward":
+                points = _emd_points(Xe, others, axis, alphas, betas, n_jobs)
+            tree = make_tree(axis, A, d, points=points)
             if reuse:
                 from_initial[axis] = d, A, tree
         distances[axis] = d
@@ -524,10 +573,18 @@ def questionnaire(
         # n_iter == 0 with the alternating schedules: the last axis gets its initial tree
         initial(ndim - 1)
 
-    orders = [
-        leaf_order(t, None if sp_axis else d, p["ordering"])
-        for t, d, sp_axis in zip(trees, distances, sparse)
-    ]
+    if p["ordering"] == "shortest":
+        orders = []
+        for axis, (t, d, sp_axis) in enumerate(zip(trees, distances, sparse)):
+            if sp_axis or d is None:
+                orders.append(leaf_order(t, None, "emd_olo"))
+                continue
+            orders.append(_shortest_order(t, d, distances_of_slices(axis)))
+    else:
+        orders = [
+            leaf_order(t, None if sp_axis else d, p["ordering"])
+            for t, d, sp_axis in zip(trees, distances, sparse)
+        ]
     with np.errstate(over="ignore"):  # EMD values beyond the float64 range: inf, as exact
         distances = [None if d is None else d / scale for d in distances]  # X's units, exact
     names = [
@@ -551,33 +608,129 @@ def _tree_methods(value, ndim, sparse, default=False):
     else:
         methods = [value] * ndim
     for axis, m in enumerate(methods):
-        if not callable(m) and m not in (*TREE_METHODS, "select"):
+        if not callable(m) and m not in ORGANIZER_TREE_METHODS:
             raise ValueError(
-                f"tree_method must be one of {(*TREE_METHODS, 'select')} or a callable, got {m!r} "
+                f"tree_method must be one of {ORGANIZER_TREE_METHODS} or a callable, got {m!r} "
                 f"for axis {axis}."
             )
         if sparse[axis] and m != "flexible" and default:
             methods[axis] = "flexible"
-        elif sparse[axis] and m != "flexible":
+        elif sparse[axis] and m not in SPARSE_TREE_METHODS:
             raise ValueError(
-                f"axis {axis} takes the sparse k-NN path, which builds flexible trees only; "
-                f"got tree_method={m!r}. Use affinity_mode='dense' or tree_method='flexible'."
+                f"axis {axis} takes the sparse k-NN path, whose k-NN graph builds the trees "
+                f"{SPARSE_TREE_METHODS} only; got tree_method={m!r}. Use affinity_mode='dense' "
+                "or one of those."
             )
     return methods
+
+
+def _emd_points(Xe, others, axis, alphas, betas, n_jobs):
+    """The tree-EMD features of the axis's slices (their l1 distances are the tree EMD), or
+    None when they would not fit in the memory budget (Ward then uses the slices alone)."""
+    from .._validation import memory_budget
+    from ..metrics import tree_emd_embedding
+
+    n_features = 1
+    for a, tree in enumerate(others):
+        if a != axis:
+            n_features *= tree.n_nodes if tree is not None else Xe.shape[a]
+    if 8 * Xe.shape[axis] * n_features * 3 > memory_budget():  # features, pdist, copy
+        return None
+    return tree_emd_embedding(
+        Xe, others, axis=axis, alphas=alphas, betas=betas, dtype=np.float64, n_jobs=n_jobs
+    )
+
+
+# relative difference below which two objective values or path lengths count as equal
+_TIE = 1e-9
+
+
+def _euclidean_distances(slices):
+    """Symmetric Euclidean distances between the rows of a dense or sparse matrix.
+
+    From the Gram matrix (BLAS, and no densified copy of a sparse X), so that the dense and
+    the sparse path compute the same numbers in the same way.
+    """
+    from sklearn.metrics.pairwise import euclidean_distances
+
+    E = euclidean_distances(slices)
+    E = 0.5 * (E + E.T)
+    np.fill_diagonal(E, 0.0)
+    return E
+
+
+def _ward_tree(euclid):
+    """Ward's tree of points given by their Euclidean distances (exact Ward, see
+    :func:`~skorg.trees.hierarchical_tree` with ``points``)."""
+    from scipy.cluster.hierarchy import linkage
+    from scipy.spatial.distance import squareform
+
+    from ..trees import PartitionTree
+
+    if euclid.shape[0] == 1:
+        return PartitionTree([0], [[0]])
+    top = float(euclid.max())
+    condensed = squareform(euclid / top if top > 0 else euclid, checks=False)
+    return PartitionTree.from_linkage(linkage(condensed, method="ward"))
+
+
+def _shortest_order(tree, distances, euclid):
+    """Of the single-linkage optimal leaf orderings of the tree EMD and of the Euclidean
+    distances between the slices, the one whose path through the slices (the sum of the
+    Euclidean distances between neighbours) is shorter; a tie goes to the tree EMD's."""
+    candidates = [leaf_order(tree, distances, "emd_olo"), leaf_order(tree, euclid, "emd_olo")]
+    lengths = [float(euclid[o[:-1], o[1:]].sum()) for o in candidates]
+    # a tie (within rounding: an order and its reverse have the same path) keeps the first,
+    # so that rescaled data, whose distances differ in the last bits, gets the same order
+    return candidates[1] if lengths[1] < lengths[0] * (1 - _TIE) else candidates[0]
+
+
+def _haar_along(Y, tree, axis):
+    """Haar coefficients of Y along ``axis``, computed along the last axis of a contiguous
+    copy: one compiled kernel serves every axis (a first fit compiles less)."""
+    from ..transforms import haar_transform
+
+    moved = np.ascontiguousarray(np.moveaxis(Y, axis, -1))
+    return np.moveaxis(haar_transform(moved, tree, axis=-1), -1, axis)
+
+
+def _partial_transform(X, trees, axis):
+    """X scaled to largest magnitude 1 with its Haar transform along every axis but ``axis``
+    (None: that axis untransformed), and the l2 norm of the scaled X."""
+    if sp.issparse(X):
+        X = X.toarray()
+    top = float(np.abs(X).max())
+    if top == 0:
+        return None
+    Xs = X / top
+    Y = Xs
+    for a, tree in enumerate(trees):
+        if a != axis and tree is not None:
+            Y = _haar_along(Y, tree, a)
+    return Y, float(np.sqrt(np.sum(Xs * Xs)))
+
+
+def _compression_error_along(partial, tree, axis):
+    """Relative l2 error of keeping the ``SELECT_KEEP`` largest Haar coefficients of X on
+    the trees behind ``partial`` with ``tree`` on ``axis`` (the basis is orthonormal, so it
+    is the l2 norm of the dropped coefficients over that of X)."""
+    if partial is None:
+        return 0.0
+    Y, norm = partial
+    coefs = np.abs(_haar_along(Y, tree, axis)).ravel()
+    k = max(1, round(SELECT_KEEP * coefs.size))
+    dropped = np.partition(coefs, coefs.size - k)[: coefs.size - k]
+    return float(np.sqrt(np.dot(dropped, dropped)) / norm)
 
 
 def _objective(X, trees):
     """Normalized Haar l1 norm of X on all trees: ``||H X||_1 / ||X||_2`` (lower is sparser).
 
-    The ratio does not depend on the units of X; an all-zero X counts as 0.
+    The ratio does not depend on the units of X (X is divided by its largest magnitude before
+    any square); an all-zero X counts as 0. None in ``trees``: that axis untransformed.
     """
-    from ..transforms import multi_haar_transform
-
-    if sp.issparse(X):  # the Haar coefficients of a sparse matrix are dense anyway
-        X = X.toarray()
-    top = float(np.abs(X).max())
-    if top == 0:
+    partial = _partial_transform(X, trees, None)
+    if partial is None:
         return 0.0
-    Xs = X / top  # units out before squaring: 1e-150 or 1e150 give the same ratio
-    coefs = multi_haar_transform(Xs, list(trees))  # None: that axis untransformed
-    return float(np.abs(coefs).sum() / np.sqrt(np.sum(Xs * Xs)))
+    Y, norm = partial
+    return float(np.abs(Y).sum() / norm)

@@ -8,7 +8,14 @@ import numpy as np
 
 from .._validation import check_int_seed
 
-__all__ = ["AFFINITY_MODES", "SPARSE_MIN_POINTS", "sparse_axes", "sparse_initial", "sparse_rebuild"]
+__all__ = [
+    "AFFINITY_MODES",
+    "SPARSE_MIN_POINTS",
+    "SPARSE_TREE_METHODS",
+    "sparse_axes",
+    "sparse_initial",
+    "sparse_rebuild",
+]
 
 AFFINITY_MODES = ("auto", "dense", "sparse")
 # "auto" takes the sparse path for axes longer than this: the dense path holds several
@@ -35,7 +42,23 @@ def sparse_axes(shape, affinity_mode, n_neighbors):
 N_LANDMARKS = 500
 
 
-def sparse_initial(Xa, kind, params, tree_constant, n_neighbors, random_state, n_jobs):
+# the builders that take a sparse k-NN graph (skorg.trees.build_tree)
+SPARSE_TREE_METHODS = ("flexible", "single", "ward")
+
+
+def _sparse_tree(method, A, tree_constant, random_state, eig):
+    from ..trees import build_tree, sparse_flexible_tree
+
+    if method == "flexible":
+        return sparse_flexible_tree(
+            A, tree_constant=tree_constant, random_state=random_state, eigenpairs=eig
+        )
+    return build_tree(method, affinity=A, optimal_ordering=False)
+
+
+def sparse_initial(
+    Xa, kind, params, tree_constant, n_neighbors, random_state, n_jobs, method="flexible"
+):
     """Initial kNN graph, landmark eigenpairs and tree of the rows of the unfolding ``Xa``."""
     from ..graphs import (
         choose_landmarks,
@@ -43,7 +66,6 @@ def sparse_initial(Xa, kind, params, tree_constant, n_neighbors, random_state, n
         knn_affinity,
         landmark_diffusion_eigenpairs,
     )
-    from ..trees import sparse_flexible_tree
 
     if callable(kind) or kind not in ("cosine", "correlation"):
         raise ValueError(
@@ -61,18 +83,18 @@ def sparse_initial(Xa, kind, params, tree_constant, n_neighbors, random_state, n
     )  # fmt: skip
     rng = np.random.default_rng(check_int_seed(random_state))
     landmarks = choose_landmarks(Xa.shape[0], N_LANDMARKS, rng)
-    C = cosine_columns(Xa, landmarks, kind=kind, **params)
-    eig = landmark_diffusion_eigenpairs(C, landmarks, 12)
-    del C
-    tree = sparse_flexible_tree(
-        A, tree_constant=tree_constant, random_state=random_state, eigenpairs=eig
-    )
-    return A, tree
+    eig = None
+    if method == "flexible":  # landmark eigenpairs: the flexible tree's diffusion step
+        C = cosine_columns(Xa, landmarks, kind=kind, **params)
+        eig = landmark_diffusion_eigenpairs(C, landmarks, 12)
+        del C
+    return A, _sparse_tree(method, A, tree_constant, random_state, eig)
 
 
 def sparse_rebuild(
-    X, others, axis, alphas, betas, epsilon, tree_constant, n_neighbors, random_state, n_jobs
-):
+    X, others, axis, alphas, betas, epsilon, tree_constant, n_neighbors, random_state, n_jobs,
+    method="flexible",
+):  # fmt: skip
     """kNN tree EMD graph, landmark eigenpairs of the dual affinity, and the tree of one axis."""
     from ..graphs import (
         choose_landmarks,
@@ -81,19 +103,17 @@ def sparse_rebuild(
         landmark_diffusion_eigenpairs,
     )
     from ..metrics import tree_emd_embedding
-    from ..trees import sparse_flexible_tree
 
     F = tree_emd_embedding(
         X, others, axis=axis, alphas=alphas, betas=betas, dtype=np.float32, n_jobs=n_jobs
     )
     d, A, med = knn_l1_affinity(F, epsilon, n_neighbors, "auto", random_state, n_jobs)
-    rng = np.random.default_rng(check_int_seed(random_state) + 1)
-    landmarks = choose_landmarks(F.shape[0], N_LANDMARKS, rng)
-    C = l1_kernel_columns(F, landmarks, epsilon * med)
-    del F
-    eig = landmark_diffusion_eigenpairs(C, landmarks, 12)
-    del C
-    tree = sparse_flexible_tree(
-        A, tree_constant=tree_constant, random_state=random_state, eigenpairs=eig
-    )
-    return d, A, tree
+    eig = None
+    if method == "flexible":
+        rng = np.random.default_rng(check_int_seed(random_state) + 1)
+        landmarks = choose_landmarks(F.shape[0], N_LANDMARKS, rng)
+        C = l1_kernel_columns(F, landmarks, epsilon * med)
+        del F
+        eig = landmark_diffusion_eigenpairs(C, landmarks, 12)
+        del C
+    return d, A, _sparse_tree(method, A, tree_constant, random_state, eig)

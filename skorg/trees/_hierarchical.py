@@ -153,6 +153,7 @@ def hierarchical_tree(
     distances=None,
     *,
     affinity=None,
+    points=None,
     method="average",
     merge_tolerance=None,
     optimal_ordering=True,
@@ -170,9 +171,15 @@ def hierarchical_tree(
         ``1 - A / max(A)``; a sparse k-nearest-neighbour affinity is supported by
         ``method="single"`` (its minimum spanning forest, with ``-log(A / max(A))`` as edge
         lengths; pieces the graph does not connect join last) and ``method="ward"``.
+    points : array-like of shape (n_points, n_features), optional
+        Points in Euclidean space (for example the questionnaire's tree-EMD features, or the
+        slices of the data themselves): the tree links their Euclidean distances, and
+        ``method="ward"`` is exact Ward. Pass exactly one of ``distances``, ``affinity`` and
+        ``points``.
     method : {"average", "complete", "single", "weighted", "ward"}, default="average"
-        The SciPy linkage rule. ``"ward"`` needs Euclidean points: it links the diffusion
-        embedding of the affinity (of ``exp(-d / median d)`` when distances are given).
+        The SciPy linkage rule. ``"ward"`` needs Euclidean points: given ``points`` it links
+        them; otherwise it links the diffusion embedding of the affinity (of
+        ``exp(-d / median d)`` when distances are given).
     merge_tolerance : float, optional
         None (default) keeps the binary tree. A number ``tol >= 0`` folds every merge into its
         parent merge when their heights differ by at most ``tol`` times the parent's height,
@@ -197,6 +204,11 @@ def hierarchical_tree(
     smallest minimum distance (the minimum spanning tree), complete linkage of smallest
     maximum distance, weighted linkage averages the two merged folders' distances (WPGMA),
     Ward the pair whose merge least increases the within-folder variance (Müllner 2011).
+
+    On ``points``, Ward's cost of merging folders ``A`` and ``B``,
+    ``|A| |B| / (|A| + |B|) ||mean_A - mean_B||^2``, is the energy of the Haar coefficient
+    (over all features) that the merge creates on this axis: Ward greedily builds the tree
+    whose Haar expansion of the points puts the least energy in the fine folders.
 
     References
     ----------
@@ -224,16 +236,48 @@ def hierarchical_tree(
         and merge_tolerance >= 0
     ):
         raise ValueError(f"merge_tolerance must be None or a number >= 0, got {merge_tolerance!r}.")
-    D, A = _geometry(distances, affinity)
-    n = (D if D is not None else A).shape[0]
-    if n == 1:
-        return PartitionTree([0], [[0]])
-    Z = _linkage_matrix(D, A, method, optimal_ordering, n_components)
+    if points is not None:
+        if distances is not None or affinity is not None:
+            raise ValueError("pass exactly one of distances, affinity and points.")
+        P = _check_points(points)
+        if P.shape[0] == 1:
+            return PartitionTree([0], [[0]])
+        Z = _points_linkage(P, method, optimal_ordering)
+        n = P.shape[0]
+    else:
+        D, A = _geometry(distances, affinity)
+        n = (D if D is not None else A).shape[0]
+        if n == 1:
+            return PartitionTree([0], [[0]])
+        Z = _linkage_matrix(D, A, method, optimal_ordering, n_components)
     order = leaves_list(Z).astype(np.intp)
     parent, height = _linkage_parents(Z, n)
     if merge_tolerance is not None:
         parent = _merge_near_equal(parent, height, n, float(merge_tolerance))
     return _tree_from_parents(parent, order)
+
+
+def _check_points(points):
+    from .._validation import check_finite_array, scaled_copy
+
+    P = check_finite_array(points, "points", ndim=2, min_rows=1)
+    # exact power-of-two scaling: the squared distances can neither overflow nor underflow,
+    # and the tree does not depend on the units of the points
+    P, _ = scaled_copy(P, always=True)
+    return np.ascontiguousarray(P)
+
+
+def _points_linkage(P, method, optimal_ordering):
+    """SciPy linkage matrix of the Euclidean distances between checked points."""
+    from scipy.cluster.hierarchy import linkage, optimal_leaf_ordering
+    from scipy.spatial.distance import pdist
+
+    condensed = pdist(P)
+    Z = linkage(condensed, method=method)  # on a condensed Euclidean matrix Ward is exact
+    if optimal_ordering:
+        top = float(condensed.max()) if condensed.size else 0.0
+        Z = optimal_leaf_ordering(Z, condensed / top if top > 0 else condensed)
+    return Z
 
 
 def _linkage_matrix(D, A, method, optimal_ordering, n_components=8):
@@ -576,7 +620,8 @@ or callable
     tree_constant : float, default=1.0
         The flexible tree's constant.
     **params
-        Passed to the builder (for example ``merge_tolerance``).
+        Passed to the builder (for example ``merge_tolerance``, or ``points`` for the
+        linkage builders, which then link the points' Euclidean distances instead).
 
     Returns
     -------
@@ -618,6 +663,8 @@ or callable
             return sparse_flexible_tree(affinity, tree_constant=tree_constant, **params)
         return flexible_tree(affinity, tree_constant=tree_constant, **params)
     if method in LINKAGE_METHODS:
+        if params.get("points") is not None:
+            return hierarchical_tree(method=method, **params)
         if distances is not None:
             return hierarchical_tree(distances, method=method, **params)
         return hierarchical_tree(affinity=affinity, method=method, **params)

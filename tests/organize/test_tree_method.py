@@ -16,7 +16,7 @@ def data():
     return make_shuffled_matrix(48, 40, kind="band", noise=0.05, random_state=0).X
 
 
-@pytest.mark.parametrize("method", ["average", "single", "complete", "weighted", "ward"])
+@pytest.mark.parametrize("method", ["average", "single", "complete", "weighted"])
 def test_linkage_trees_inside_the_iteration(data, method):
     res = questionnaire(data, n_iter=2, tree_method=method, early_stopping="never")
     # initial row tree: the linkage tree of the cosine affinity
@@ -30,6 +30,38 @@ def test_linkage_trees_inside_the_iteration(data, method):
         want = hierarchical_tree(res.distances[axis], method=method, optimal_ordering=False)
         assert res.trees[axis] == want
         assert res.trees[axis].is_binary
+
+
+def _scipy_ward(points):
+    from scipy.cluster.hierarchy import linkage
+
+    return PartitionTree.from_linkage(linkage(points, method="ward"))
+
+
+def test_ward_links_the_slices_then_the_tree_emd_features(data):
+    from skorg.metrics import tree_emd_embedding
+
+    res = questionnaire(data, n_iter=2, tree_method="ward", early_stopping="never")
+    # the initial tree: no other tree yet, so Ward of the rows themselves
+    assert res.history[0]["tree"].same_partitions(_scipy_ward(data))
+    # later trees: exact Ward of the features whose l1 distances are the tree EMD. A sweep
+    # rebuilds axis 1 from the previous sweep's axis-0 tree, then axis 0 from the new axis 1
+    (first_row_tree,) = [h["tree"] for h in res.history if h["axis"] == 0 and h["iteration"] == 1]
+    for axis, others in ((0, [None, res.trees[1]]), (1, [first_row_tree, None])):
+        F = tree_emd_embedding(data, others, axis=axis, dtype=np.float64)
+        want = hierarchical_tree(points=F, method="ward", optimal_ordering=False)
+        assert res.trees[axis] == want
+
+
+def test_ward_slices_is_scipy_ward_of_the_slices(data):
+    res = questionnaire(data, n_iter=2, tree_method="ward_slices")
+    assert res.trees[0].same_partitions(_scipy_ward(data))
+    assert res.trees[1].same_partitions(_scipy_ward(data.T))
+    tensor = data[:, :36].reshape(48, 6, 6)
+    res3 = questionnaire(tensor, n_iter=1, tree_method="ward_slices")
+    for axis in range(3):
+        slices = np.moveaxis(tensor, axis, 0).reshape(tensor.shape[axis], -1)
+        assert res3.trees[axis].same_partitions(_scipy_ward(slices))
 
 
 def test_tree_method_per_axis_and_callable(data):
@@ -108,26 +140,56 @@ def test_tensor_with_linkage_trees():
     assert [t.n_points for t in res.trees] == [16, 14, 6]
 
 
-def test_select_keeps_the_candidate_with_the_sparsest_haar_expansion(data):
+@pytest.mark.parametrize("kind", ["band", "product"])
+def test_select_keeps_the_candidate_that_compresses_best(kind):
     from skorg.organize._questionnaire import SELECT_CANDIDATES
-    from skorg.trees import build_tree
 
-    res = questionnaire(data, n_iter=2, tree_method="select", early_stopping="never")
-    Xs = data / np.abs(data).max()
+    X = make_shuffled_matrix(48, 40, kind=kind, noise=0.05, random_state=1).X
+    res = questionnaire(X, n_iter=2, early_stopping="never")  # "select" is the default
+    assert res.params["tree_method"] == "select"
+    assert SELECT_CANDIDATES == ("average", "ward_slices")
+    Xs = X / np.abs(X).max()
 
-    def objective(trees):
-        return np.abs(multi_haar_transform(Xs, trees)).sum() / np.linalg.norm(Xs)
+    def objective(trees):  # relative error after keeping the largest 5% of the coefficients
+        mags = np.sort(np.abs(multi_haar_transform(Xs, trees)).ravel())[::-1]
+        k = round(0.05 * mags.size)
+        return np.linalg.norm(mags[k:]) / np.linalg.norm(Xs)
 
     # the last tree of axis 0 was picked with the final tree of axis 1 in place
     last = [h for h in res.history if h["axis"] == 0][-1]
-    values = {}
-    for name in SELECT_CANDIDATES:
-        tree = build_tree(name, distances=res.distances[0], optimal_ordering=False)
-        values[name] = objective([tree, res.trees[1]])
+    candidates = {
+        "average": hierarchical_tree(res.distances[0], method="average", optimal_ordering=False),
+        "ward_slices": _scipy_ward(X),
+    }
+    values = {name: objective([tree, res.trees[1]]) for name, tree in candidates.items()}
     assert last["method"] == min(values, key=values.get)
-    tree = build_tree(last["method"], distances=res.distances[0], optimal_ordering=False)
-    assert res.trees[0] == tree
+    assert res.trees[0].same_partitions(candidates[last["method"]])
     assert {h["method"] for h in res.history} <= set(SELECT_CANDIDATES)
+
+
+def test_shortest_ordering_is_the_shorter_of_two_optimal_leaf_orderings():
+    from sklearn.metrics.pairwise import euclidean_distances
+
+    from skorg.organize import leaf_order
+
+    for kind in ("band", "ridge", "product"):
+        X = make_shuffled_matrix(40, 32, kind=kind, noise=0.05, random_state=2).X
+        res = questionnaire(X)  # ordering="shortest" is the default
+        assert res.params["ordering"] == "shortest"
+        for axis, U in enumerate((X, X.T)):
+            E = euclidean_distances(U)
+            E = 0.5 * (E + E.T)
+            np.fill_diagonal(E, 0.0)
+            tree = res.trees[axis]
+            emd = leaf_order(tree, res.distances[axis], "emd_olo")
+            euclid = leaf_order(tree, E, "emd_olo")
+
+            def path(order, U=U):
+                return float(np.linalg.norm(np.diff(U[order], axis=0), axis=1).sum())
+
+            want = euclid if path(euclid) < path(emd) * (1 - 1e-9) else emd
+            np.testing.assert_array_equal(res.orders[axis], want)
+            assert path(res.orders[axis]) <= min(path(emd), path(euclid)) * (1 + 1e-12)
 
 
 def test_ordering_tree_olo_follows_a_binary_tree(data):
@@ -155,3 +217,17 @@ def test_tree_method_errors(data):
         questionnaire(data, tree_method=lambda distances, affinity: "a tree")
     with pytest.raises(ValueError, match="tree_method"):
         QuestionnaireOrganizer(tree_method="kmeans").fit(data)
+
+
+@pytest.mark.parametrize("method", ["single", "ward"])
+def test_sparse_path_builds_single_and_ward_trees_from_its_knn_graph(data, method):
+    import scipy.sparse as sp
+
+    res = questionnaire(data, n_iter=1, tree_method=method, affinity_mode="sparse", n_neighbors=8)
+    for axis in (0, 1):
+        A = res.affinities[axis]
+        assert sp.issparse(A)
+        assert res.trees[axis] == hierarchical_tree(
+            affinity=A, method=method, optimal_ordering=False
+        )
+        assert res.trees[axis].is_binary

@@ -48,6 +48,67 @@ def test_ward_links_the_diffusion_embedding_like_scipy():
     assert hierarchical_tree(D, method="ward").same_partitions(want)
 
 
+@pytest.mark.parametrize("method", [*METHODS, "ward"])
+def test_points_are_linked_by_their_euclidean_distances_like_scipy(method):
+    P = _points()
+    want = PartitionTree.from_linkage(linkage(P, method=method))
+    got = hierarchical_tree(points=P, method=method, optimal_ordering=False)
+    assert got == want  # SciPy's merges and leaf order, exactly
+    olo = hierarchical_tree(points=P, method=method)
+    assert olo.same_partitions(want)
+    assert build_tree(method, points=P, optimal_ordering=False) == want
+    for scale in (1e-150, 1e150):  # units: the points are scaled exactly first
+        assert hierarchical_tree(points=P * scale, method=method) == olo
+
+
+def test_ward_merge_cost_is_the_energy_of_the_haar_coefficient_it_creates():
+    # Ward on points: merging folders A and B costs |A||B|/(|A|+|B|) ||m_A - m_B||^2, the
+    # squared norm of the Haar coefficient of that merge; the costs add up to the total
+    # variance (Parseval)
+    from skorg.transforms import haar_transform
+
+    P = _points(24, seed=3)
+    tree = hierarchical_tree(points=P, method="ward", optimal_ordering=False)
+    Z = linkage(P, method="ward")
+    costs = []
+    for node in range(tree.n_nodes):
+        kids = tree.children(node)
+        if len(kids) == 2:
+            a, b = (P[tree.folder(k)] for k in kids)
+            na, nb = a.shape[0], b.shape[0]
+            costs.append(na * nb / (na + nb) * np.sum((a.mean(0) - b.mean(0)) ** 2))
+    np.testing.assert_allclose(np.sort(costs), np.sort(Z[:, 2] ** 2 / 2), rtol=1e-10)
+    coefs = haar_transform(P, tree, axis=0)
+    detail = np.sum(coefs**2) - P.shape[0] * np.sum(P.mean(0) ** 2)  # all but the root average
+    np.testing.assert_allclose(sum(costs), detail, rtol=1e-10)
+    np.testing.assert_allclose(sum(costs), np.sum((P - P.mean(0)) ** 2), rtol=1e-10)
+
+
+@pytest.mark.parametrize("method", [*METHODS, "ward"])
+def test_points_degenerate_inputs(method):
+    dup = np.repeat(np.array([[0.0, 1.0], [2.0, 2.0]]), 4, axis=0)  # duplicates, exact ties
+    for P in (dup, np.zeros((6, 3)), np.ones((2, 2)), np.array([[1.0, 2.0, 3.0]])):
+        _valid(hierarchical_tree(points=P, method=method), P.shape[0])
+    tree = hierarchical_tree(points=dup, method=method)
+    assert sorted(sorted(tree.folder(c).tolist()) for c in tree.children(0)) == [
+        [0, 1, 2, 3],
+        [4, 5, 6, 7],
+    ]
+
+
+def test_points_errors():
+    P = _points()
+    D = squareform(pdist(P))
+    with pytest.raises(ValueError, match="exactly one of distances, affinity and points"):
+        hierarchical_tree(D, points=P)
+    bad = P.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="points"):
+        hierarchical_tree(points=bad)
+    with pytest.raises(ValueError, match="points"):
+        hierarchical_tree(points=P[:, 0])
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_linkage_tree_does_not_depend_on_units(method):
     D = squareform(pdist(_points(), "euclidean"))
