@@ -228,9 +228,11 @@ def run_flow_specialization_test(
     sgd_noise=True,
     keep_trajectories=False,
     random_state=0,
-    progress=False,
-    method="RK23",
+    progress=None,
+    method="midpoint",
     rtol=1e-3,
+    step=0.1,
+    fresh_draws=True,
 ):
     """The reviewers' test of sequential specialization, on the effective dynamics.
 
@@ -259,9 +261,15 @@ def run_flow_specialization_test(
     keep_trajectories : bool, default=False
     random_state : int, default=0
         Seeds the initializations (the same ones at every learning rate) and the Monte Carlo.
-    progress : bool, default=False
-    method, rtol : str, float, default="RK23", 1e-3
-        Passed to :func:`integrate_flow`.
+    progress : bool, default=None
+        A bar per learning rate; None follows ``skorg.get_config()["progress"]``.
+    method, rtol : str, float, default="midpoint", 1e-3
+        Passed to :func:`integrate_flow` (``rtol`` only for the adaptive methods).
+    step : float, default=0.1
+        Step of ``"midpoint"`` in ``tau``.
+    fresh_draws : bool, default=True
+        Passed to :func:`integrate_flow`: new Monte Carlo draws at every step, so that a long
+        run does not overfit one fixed set of draws.
 
     Returns
     -------
@@ -317,6 +325,8 @@ def run_flow_specialization_test(
             record_every=record_every / lr,
             method=method,
             rtol=rtol,
+            step=step / lr,
+            fresh_draws=fresh_draws,
             n_samples=n_samples,
             sgd_noise=sgd_noise,
             random_state=random_state,
@@ -339,6 +349,8 @@ def run_flow_specialization_test(
         value_rate_ratio=value_rate_ratio,
         method=method,
         rtol=rtol,
+        step=step,
+        fresh_draws=fresh_draws,
         tau_max=tau_max,
         noise=noise,
         key_scale=key_scale,
