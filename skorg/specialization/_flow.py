@@ -1,5 +1,6 @@
 """The effective dynamics: the high-dimensional limit of online SGD on the order parameters."""
 
+import itertools
 import numbers
 import time
 from dataclasses import dataclass, field
@@ -304,7 +305,7 @@ def integrate_flow(
             seeds = np.random.SeedSequence(
                 _as_rng(random_state).integers(2**63) if fresh_draws else 0
             )
-            for t0, t1 in zip(grid[:-1], grid[1:], strict=True):
+            for t0, t1 in itertools.pairwise(grid):
                 k = max(1, int(np.ceil((t1 - t0) / h_max - 1e-9)))
                 h = (t1 - t0) / k
                 for _ in range(k):
