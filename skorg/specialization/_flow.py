@@ -253,6 +253,8 @@ def integrate_flow(
     bias_learning_rate = _rate("bias_learning_rate", bias_learning_rate, learning_rate)
     for name, val in (("rtol", rtol), ("atol", atol)):
         _rate(name, val, None)
+    if step is not None:
+        step = _rate("step", step, None)
     omega0, T0, b0, lead = _pack(initial, task)
     if len(lead) > 1:
         raise ValueError(f"initial must have at most one leading axis, got {lead}.")
@@ -298,8 +300,8 @@ def integrate_flow(
         torch.set_num_threads(int(n_threads))
     try:
         if method == "midpoint":
-            fastest = max(lam.max(), lam_b)
-            h_max = 0.1 / fastest if step is None else _rate("step", step, None)
+            fastest = max(lam.max(), lam_b, learning_rate)
+            h_max = 0.1 / fastest if step is None else step
             states = [(omega0, T0, b0)]
             state = states[0]
             seeds = np.random.SeedSequence(

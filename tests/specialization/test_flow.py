@@ -160,6 +160,8 @@ def test_integrate_flow_validates():
         integrate_flow(start, task, t_max=0)
     with pytest.raises(ValueError, match="normalization"):
         integrate_flow(start, task, "tanh")
+    with pytest.raises(ValueError, match="step"):
+        integrate_flow(start, task, method="midpoint", step=-0.1)
     with pytest.raises(ValueError, match="leading axis"):
         integrate_flow(
             random_initial_order(task, 1, 2, random_state=0).__class__(
