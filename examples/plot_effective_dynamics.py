@@ -16,8 +16,8 @@ parameters (see the user guide, *The effective dynamics of head specialization*)
    of the second direction against ``log D``, on the flow from initializations drawn at
    ``D = 10^2 ... 10^4``, with a least-squares fit and its 95% interval.
 
-The default run takes about ten minutes on one core; ``--full`` runs 100 initializations
-(the reviewers' size, about half an hour); ``--tiny`` is the test suite's run.
+The default run takes about half an hour on a shared two-core machine; ``--full`` runs 100
+initializations (the reviewers' size, about an hour more); ``--tiny`` is the test suite's run.
 """
 
 import argparse
