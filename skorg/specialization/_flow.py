@@ -1,5 +1,6 @@
 """The effective dynamics: the high-dimensional limit of online SGD on the order parameters."""
 
+import itertools
 import numbers
 import time
 from dataclasses import dataclass, field
@@ -7,9 +8,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from .._progress import progress_bar
 from ._model import _check_normalization
 from ._population import _check_count, _check_task, _Draws, _pack, _risk_core, _sgd_noise, _unpack
 from ._risk import OrderParameters
+from ._task import _as_rng
 
 __all__ = ["FlowTrajectory", "integrate_flow"]
 
@@ -61,24 +64,67 @@ def _rate(name, val, default):
     return float(val)
 
 
-def _derivative(omega, T, b, draws, normalization, noise, lam, lam_b, with_noise):
-    """Time derivatives of (omega, T, b) for every initialization (see the user guide)."""
+def _coefficients(omega, T, b, draws, normalization, noise, lam, lam_b, with_noise):
+    """The drift of the weights as a linear map, the SGD-noise increment and the bias drift.
+
+    The averaged SGD step moves the weights by ``dW/dt = A W + B E^T`` (``E`` selects the target
+    columns): ``A = -2 Lambda G_ww``, ``B = -2 Lambda G_wT / 2``. Returned with the noise
+    ``Lambda N Lambda`` (zero without SGD noise) and ``db/dt``.
+    """
     _, _, (g_omega, g_T, g_b) = _risk_core(omega, T, b, draws, normalization, noise, grad=True)
     # G: gradient of the mean per-sample loss R / 2 with respect to the Gram matrix of
     # (weights, targets), entry by entry; the weight-target block is shared by two entries
     G_ww = 0.25 * (g_omega + np.swapaxes(g_omega, 1, 2))
-    half_GT = 0.25 * g_T
-    A = G_ww @ omega + half_GT @ np.swapaxes(T, 1, 2)
-    LA = lam[None, :, None] * A
-    d_omega = -2.0 * (LA + np.swapaxes(LA, 1, 2))
+    A = -2.0 * lam[None, :, None] * G_ww
+    B = -2.0 * lam[None, :, None] * (0.25 * g_T)
     if with_noise:
         import torch
 
         N = _sgd_noise(*(torch.from_numpy(x) for x in (omega, T, b)), draws, normalization, noise)
-        d_omega = d_omega + np.outer(lam, lam)[None] * N.numpy()
-    d_T = -2.0 * lam[None, :, None] * (G_ww @ T + half_GT)
-    d_b = -lam_b * 0.5 * g_b
+        N = np.outer(lam, lam)[None] * N.numpy()
+    else:
+        N = None
+    return A, B, N, -lam_b * 0.5 * g_b
+
+
+def _derivative(omega, T, b, draws, normalization, noise, lam, lam_b, with_noise):
+    """Time derivatives of (omega, T, b) for every initialization (see the user guide)."""
+    A, B, N, d_b = _coefficients(omega, T, b, draws, normalization, noise, lam, lam_b, with_noise)
+    AO = A @ omega + B @ np.swapaxes(T, 1, 2)
+    d_omega = AO + np.swapaxes(AO, 1, 2)
+    if N is not None:
+        d_omega = d_omega + N
+    d_T = A @ T + B
     return d_omega, d_T, d_b
+
+
+def _congruence_step(omega, T, b, coef, h):
+    """One step of length ``h`` with frozen coefficients, as a congruence of the Gram matrix.
+
+    With ``K = [[A, B], [0, 0]]`` and ``M = I + h K + (h K)^2 / 2`` (second order in ``h``), the
+    Gram matrix of (weights, targets) becomes ``M (Omega_full + h N / 2) M^T + h N / 2``: the
+    image of the weights moved by ``M``, plus the noise. It stays positive semi-definite and the
+    targets stay orthonormal whatever ``h``, which an explicit step of ``dOmega/dt`` does not
+    guarantee: values started at zero sit on the boundary of the cone, and a step that leaves
+    it makes the conditional covariance of the values negative.
+    """
+    A, B, N, d_b = coef
+    A, B = h * A, h * B
+    # M = [[M11, M12], [0, I]]: M11 = I + A + A^2 / 2, M12 = B + A B / 2
+    eye = np.eye(A.shape[-1])
+    M11 = eye + A + 0.5 * (A @ A)
+    M12 = B + 0.5 * (A @ B)
+    if N is not None:
+        omega = omega + 0.5 * h * N
+    # M Omega_full M^T, blockwise; the target block stays the identity exactly
+    MT = M11 @ T + M12
+    P = M11 @ omega @ np.swapaxes(M11, 1, 2)
+    C = M11 @ T @ np.swapaxes(M12, 1, 2)
+    omega = P + C + np.swapaxes(C, 1, 2) + M12 @ np.swapaxes(M12, 1, 2)
+    if N is not None:
+        omega = omega + 0.5 * h * N
+    omega = 0.5 * (omega + np.swapaxes(omega, 1, 2))
+    return omega, MT, b + h * d_b
 
 
 def integrate_flow(
@@ -100,7 +146,9 @@ def integrate_flow(
     rtol=1e-4,
     atol=1e-6,
     method="RK45",
-    progress=False,
+    step=None,
+    fresh_draws=False,
+    progress=None,
     n_threads=1,
 ):
     """Integrate the effective dynamics of online SGD from one or many initial order parameters.
@@ -135,8 +183,25 @@ def integrate_flow(
     rtol, atol : float, default=1e-4, 1e-6
         Tolerances of :func:`scipy.integrate.solve_ivp`.
     method : str, default="RK45"
-    progress : bool, default=False
-        Show a tqdm progress bar in ``t`` (when tqdm is installed).
+        A :func:`scipy.integrate.solve_ivp` method, or ``"midpoint"``: a fixed-step explicit
+        midpoint rule (second order, two evaluations a step) applied as a congruence of the
+        Gram matrix, which keeps it positive semi-definite whatever the step (see Notes). Use
+        it for long runs from values started at zero, where the adaptive methods are driven
+        to tiny steps near the boundary of the cone.
+    step : float, default=None
+        Step in ``t`` of ``"midpoint"`` (ignored otherwise); ``0.1`` divided by the largest
+        rate when None, i.e. a step of 0.1 in ``learning_rate * t``. Halving it moves the
+        trajectories by a few 1e-3 at the default (measured in the tests).
+    fresh_draws : bool, default=False
+        With ``"midpoint"``, draw new common random numbers at every step (seeded from
+        ``random_state``; the two stages of a step share them). The flow is then no longer the
+        exact gradient flow of one fixed Monte Carlo risk, which a long run overfits (with a
+        few hundred draws the keys grow along directions that lower the risk of those draws
+        only), but an unbiased stochastic approximation of the flow of the exact risk, whose
+        Monte Carlo error averages out over steps as the SGD noise of a batch of
+        ``n_samples`` does.
+    progress : bool, default=None
+        A progress bar in ``t``; None follows ``skorg.get_config()["progress"]``.
     n_threads : int or None, default=1
         Torch threads during the integration (restored afterwards). The tensors are small, and
         on a loaded machine one thread is many times faster than several; None leaves torch's
@@ -161,6 +226,12 @@ def integrate_flow(
     (the SGD noise, weight-weight block only); the biases follow ``db/dt = -eta_b dR/(2 db)``.
     See the user guide for the derivation and its assumptions.
 
+    The ``"midpoint"`` method freezes ``A = -2 Lambda G`` (and the weight-target block ``B``,
+    the noise and the bias drift) at the predicted midpoint of each step and moves the whole
+    Gram matrix by the congruence ``M Omega M^T`` with ``M = I + hK + (hK)^2 / 2``,
+    ``K = [[A, B], [0, 0]]``: the Gram matrix of the weights moved by the linear map ``M``, as
+    one SGD step itself moves them.
+
     Examples
     --------
     >>> from skorg.specialization import SingleLocationTask, spike_prior, random_initial_order
@@ -182,6 +253,8 @@ def integrate_flow(
     bias_learning_rate = _rate("bias_learning_rate", bias_learning_rate, learning_rate)
     for name, val in (("rtol", rtol), ("atol", atol)):
         _rate(name, val, None)
+    if step is not None:
+        step = _rate("step", step, None)
     omega0, T0, b0, lead = _pack(initial, task)
     if len(lead) > 1:
         raise ValueError(f"initial must have at most one leading axis, got {lead}.")
@@ -205,14 +278,14 @@ def integrate_flow(
             np.ascontiguousarray(c),
         )
 
-    bar = _progress_bar(progress, t_max)
+    bar = progress_bar(total=t_max, desc="flow (t)", unit="t", enabled=progress)
     n_eval = [0]
+    args = (draws, normalization, task.noise, lam, lam_b, sgd_noise)
 
     def fun(t, y):
         n_eval[0] += 1
-        if bar is not None:
-            bar.update(min(t, t_max) - bar.n)
-        parts = _derivative(*split(y), draws, normalization, task.noise, lam, lam_b, sgd_noise)
+        bar.update(max(0.0, min(t, t_max) - bar.n))
+        parts = _derivative(*split(y), *args)
         return np.concatenate([p.reshape(n, -1) for p in parts], axis=1).ravel()
 
     y0 = np.concatenate([omega0.reshape(n, -1), T0.reshape(n, -1), b0], axis=1).ravel()
@@ -226,21 +299,51 @@ def integrate_flow(
         _check_count("n_threads", n_threads, 1)
         torch.set_num_threads(int(n_threads))
     try:
-        sol = solve_ivp(fun, (0.0, t_max), y0, method=method, t_eval=grid, rtol=rtol, atol=atol)
+        if method == "midpoint":
+            fastest = max(lam.max(), lam_b, learning_rate)
+            h_max = 0.1 / fastest if step is None else step
+            states = [(omega0, T0, b0)]
+            state = states[0]
+            seeds = np.random.SeedSequence(
+                _as_rng(random_state).integers(2**63) if fresh_draws else 0
+            )
+            for t0, t1 in itertools.pairwise(grid):
+                k = max(1, int(np.ceil((t1 - t0) / h_max - 1e-9)))
+                h = (t1 - t0) / k
+                for _ in range(k):
+                    if fresh_draws:
+                        draws = _Draws(task, H, n_samples, np.random.default_rng(seeds.spawn(1)[0]))
+                        args = (draws, *args[1:])
+                    half = _congruence_step(*state, _coefficients(*state, *args), 0.5 * h)
+                    state = _congruence_step(*state, _coefficients(*half, *args), h)
+                    n_eval[0] += 2
+                if not all(np.all(np.isfinite(x)) for x in state):
+                    raise FloatingPointError(
+                        f"the effective dynamics diverged at t={t1:.3g}; lower step."
+                    )
+                states.append(state)
+                bar.update(t1 - bar.n)
+            Y = np.stack([np.concatenate([x.reshape(n, -1) for x in st], axis=1) for st in states])
+            sol_t = grid
+        else:
+            sol = solve_ivp(fun, (0.0, t_max), y0, method=method, t_eval=grid, rtol=rtol, atol=atol)
+            if not sol.success or not np.all(np.isfinite(sol.y)):
+                raise FloatingPointError(
+                    f"the effective dynamics could not be integrated ({sol.message}); lower "
+                    "the learning rates or t_max, or use method='midpoint'."
+                )
+            Y = sol.y.T.reshape(sol.t.size, n, -1)
+            sol_t = sol.t
     finally:
         torch.set_num_threads(threads)
-        if bar is not None:
-            bar.close()
-    if not sol.success or not np.all(np.isfinite(sol.y)):
-        raise FloatingPointError(
-            f"the effective dynamics could not be integrated ({sol.message}); lower the "
-            "learning rates or t_max."
-        )
-    T_rec = sol.t.size
-    Y = sol.y.T.reshape(T_rec, n, -1)
+        bar.close()
+    T_rec = sol_t.size
     omegas, Ts, bs = zip(*(split(Y[k].ravel()) for k in range(T_rec)), strict=True)
     omegas, Ts, bs = np.stack(omegas, 1), np.stack(Ts, 1), np.stack(bs, 1)  # (n, T, ...)
     flat = (omegas.reshape(n * T_rec, 2 * H, 2 * H), Ts.reshape(n * T_rec, 2 * H, F + 1))
+    # with fresh draws the records are scored on the fixed draws of random_state, which the
+    # dynamics never saw: an honest estimate of the exact risk
+    draws = _Draws(task, H, n_samples, random_state)
     risk, se, _ = _risk_core(*flat, bs.reshape(n * T_rec, H), draws, normalization, task.noise)
     risk, se = risk.reshape(n, T_rec), se.reshape(n, T_rec)
     params = dict(
@@ -250,6 +353,8 @@ def integrate_flow(
         rtol=rtol,
         atol=atol,
         method=method,
+        step=step,
+        fresh_draws=bool(fresh_draws),
         n_evaluations=n_eval[0],
         seconds=time.perf_counter() - start,
         train_keys=train_keys,
@@ -258,7 +363,7 @@ def integrate_flow(
     )
     out = [
         FlowTrajectory(
-            t=sol.t.copy(),
+            t=np.array(sol_t, dtype=np.float64),
             order=_unpack(omegas[i], Ts[i], bs[i], (T_rec,), H, F),
             risk=risk[i],
             risk_std_error=se[i],
@@ -271,13 +376,3 @@ def integrate_flow(
         for i in range(n)
     ]
     return out if lead else out[0]
-
-
-def _progress_bar(progress, total):
-    if not progress:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # the bar is a convenience: without tqdm the run is silent
-        return None
-    return tqdm(total=total, desc="flow (t)", unit="t")

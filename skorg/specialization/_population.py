@@ -137,13 +137,45 @@ def _moment_matched(z):
     return out
 
 
+def _orthogonal(rng, n, F):
+    """``n`` Haar-random orthogonal F x F matrices (QR of Gaussians, signs fixed)."""
+    Q, R = np.linalg.qr(rng.standard_normal((n, F, F)))
+    return Q * np.sign(np.diagonal(R, axis1=1, axis2=2))[:, None, :]
+
+
+def _gaussian_design(rng, n_groups, F):
+    """Standard normal signals in groups of ``2 F``: ``+-r U e_j`` for a random rotation ``U``.
+
+    Each group shares one radius ``r`` (stratified chi_F quantiles, shuffled, rescaled so that
+    the mean of ``r^2`` is exactly ``F``) and one rotation. Within a group the odd moments vanish
+    and the second moment is ``r^2 / F`` times the identity, so whatever the group is paired with
+    (one draw of the token noise) sees an isotropic signal: the Monte Carlo error of a term such
+    as ``E theta_f theta_g g(eta)`` is a common factor of the identity and cannot favour one
+    latent direction over another (independent draws of theta give each direction its own error,
+    of the size of the saddle-escape rates themselves). Fourth and higher moments are exact on
+    average over the rotations.
+    """
+    from scipy.stats import chi
+
+    r = chi.ppf((np.arange(n_groups) + 0.5) / n_groups, F)
+    r = rng.permutation(r * np.sqrt(F / np.mean(r**2)))
+    U = _orthogonal(rng, n_groups, F)  # columns U e_j
+    pts = np.concatenate([U, -U], axis=2).transpose(0, 2, 1)  # (n_groups, 2F, F)
+    return (r[:, None, None] * pts).reshape(n_groups * 2 * F, F)
+
+
 class _Draws:
-    """The common random numbers: token noise, signals and label noise, fixed once."""
+    """The common random numbers: token noise, signals and label noise, fixed once.
+
+    ``n_samples`` draws of the token noise; for a Gaussian prior each is paired with the ``2F``
+    signals of :func:`_gaussian_design` (so ``eta`` has ``2 F n_samples`` rows, in groups of
+    ``group`` consecutive rows sharing one token-noise draw); a discrete prior is stratified.
+    """
 
     def __init__(self, task, n_heads, n_samples, random_state):
         rng = _as_rng(random_state)
         L, H, F = task.n_tokens, n_heads, task.n_directions
-        self.eta = torch.from_numpy(_moment_matched(rng.standard_normal((n_samples, L, H))))
+        eta = _moment_matched(rng.standard_normal((n_samples, L, H)))
         prior = task.prior
         if isinstance(prior, DiscretePrior):
             # stratified: each support point gets its exact share of the draws, so a discrete
@@ -151,13 +183,18 @@ class _Draws:
             cum = np.cumsum(prior.probabilities)
             idx = np.searchsorted(cum / cum[-1], (np.arange(n_samples) + 0.5) / n_samples)
             theta = prior.points[np.minimum(idx, prior.points.shape[0] - 1)]
+            self.group = 1
         else:
-            z = _moment_matched(rng.standard_normal((n_samples, 1, F)))[:, 0]
+            self.group = 2 * F
+            z = _gaussian_design(rng, n_samples, F)
             theta = prior.mean + np.sqrt(prior.variances) * z
-        self.theta = torch.from_numpy(np.asarray(theta, dtype=np.float64).reshape(n_samples, F))
+            eta = np.repeat(eta, self.group, axis=0)
+        n_rows = eta.shape[0]
+        self.eta = torch.from_numpy(np.ascontiguousarray(eta))
+        self.theta = torch.from_numpy(np.asarray(theta, dtype=np.float64).reshape(n_rows, F))
         # residual value/label noise and label noise, used by the SGD-noise term only
-        self.rho = torch.from_numpy(rng.standard_normal((n_samples, L, H + 1)))
-        self.eps = torch.from_numpy(rng.standard_normal(n_samples))
+        self.rho = torch.from_numpy(rng.standard_normal((n_rows, L, H + 1)))
+        self.eps = torch.from_numpy(rng.standard_normal(n_rows))
 
 
 def _blocks(omega, T, b, H):
@@ -282,7 +319,9 @@ def _risk_core(omega, T, b, draws, normalization, noise, *, grad=False):
                 for out, gi in zip(grads, g, strict=True):
                     out[sl] = gi.numpy()
         risk[sl] = mean.detach().numpy()
-        se[sl] = err.detach().std(dim=1).numpy() / np.sqrt(N)
+        # the groups sharing one token-noise draw are the independent units of the average
+        per_draw = err.detach().reshape(err.shape[0], -1, draws.group).mean(dim=2)
+        se[sl] = per_draw.std(dim=1).numpy() / np.sqrt(per_draw.shape[1])
     return risk, se, grads
 
 

@@ -160,6 +160,8 @@ def test_integrate_flow_validates():
         integrate_flow(start, task, t_max=0)
     with pytest.raises(ValueError, match="normalization"):
         integrate_flow(start, task, "tanh")
+    with pytest.raises(ValueError, match="step"):
+        integrate_flow(start, task, method="midpoint", step=-0.1)
     with pytest.raises(ValueError, match="leading axis"):
         integrate_flow(
             random_initial_order(task, 1, 2, random_state=0).__class__(
@@ -167,3 +169,87 @@ def test_integrate_flow_validates():
             ),
             task,
         )
+
+
+def test_midpoint_matches_a_tight_adaptive_run_at_second_order():
+    task = SingleLocationTask(spike_prior([2.0]), n_tokens=4, dim=100, noise=0.1)
+    start = random_initial_order(task, 2, 1, key_scale=0.5, value_scale=0.1, random_state=0)
+    kw = dict(t_max=2.0, learning_rate=0.5, record_every=0.5, n_samples=128, sgd_noise=False)
+    ref = integrate_flow(start, task, rtol=1e-9, atol=1e-12, **kw)[0]
+    errs = []
+    for step in (0.1, 0.05):
+        mid = integrate_flow(start, task, method="midpoint", step=step, **kw)[0]
+        np.testing.assert_array_equal(mid.t, ref.t)
+        errs.append(np.abs(mid.order.q - ref.order.q).max() + np.abs(mid.m - ref.m).max())
+    # second order: halving the step divides the error by about four
+    assert errs[0] < 1e-3
+    assert errs[1] < 0.35 * errs[0]
+
+
+def test_midpoint_keeps_the_gram_matrix_positive_from_zero_values():
+    # values start at zero, on the boundary of the cone: the congruence step never leaves it
+    task = SingleLocationTask(GaussianPrior([3.0, 2.0, 1.0]), dim=10_000, noise=0.1)
+    start = random_initial_order(task, 4, 2, random_state=0)
+    flows = integrate_flow(
+        start,
+        task,
+        t_max=8.0,
+        learning_rate=1.0,
+        value_learning_rate=0.2,
+        record_every=2.0,
+        n_samples=32,
+        method="midpoint",
+        step=0.25,
+        fresh_draws=True,
+    )
+    for flow in flows:
+        o = flow.order
+        for k in range(flow.t.size):
+            omega = np.block(
+                [[o.q[k], o.key_value_overlap[k]], [o.key_value_overlap[k].T, o.value_overlap[k]]]
+            )
+            T = np.concatenate(
+                [
+                    np.concatenate([o.m[k], o.key_value_alignment[k][:, None]], axis=1),
+                    np.concatenate([o.value_key_alignment[k], o.value_alignment[k][:, None]], 1),
+                ]
+            )
+            full = np.block([[omega, T], [T.T, np.eye(4)]])
+            assert np.linalg.eigvalsh(full)[0] > -1e-10
+    again = integrate_flow(
+        start,
+        task,
+        t_max=8.0,
+        learning_rate=1.0,
+        value_learning_rate=0.2,
+        record_every=2.0,
+        n_samples=32,
+        method="midpoint",
+        step=0.25,
+        fresh_draws=True,
+    )
+    np.testing.assert_array_equal(again[0].m, flows[0].m)
+
+
+def test_saddle_escape_follows_the_variances_whatever_their_order():
+    # the signal design is isotropic per token-noise draw: the Monte Carlo error cannot favour
+    # one latent direction, so permuting the variances permutes the growth of the alignments
+    growth = {}
+    for var in ([3.0, 2.0, 1.0], [1.0, 3.0, 2.0]):
+        task = SingleLocationTask(GaussianPrior(var), dim=10_000, noise=0.1)
+        start = random_initial_order(task, 1, 1, random_state=0)
+        flow = integrate_flow(
+            start,
+            task,
+            t_max=4.0,
+            learning_rate=1.0,
+            value_learning_rate=0.2,
+            record_every=4.0,
+            n_samples=64,
+            method="midpoint",
+            step=0.2,
+            sgd_noise=False,
+        )[0]
+        growth[tuple(var)] = np.abs(flow.m[-1, 0]) / np.abs(flow.m[0, 0])
+    for var, g in growth.items():
+        assert list(np.argsort(-g)) == list(np.argsort(-np.asarray(var)))

@@ -171,3 +171,15 @@ def test_population_risk_validates_its_arguments():
         population_risk(op, task, "relu")
     with pytest.raises(TypeError, match="OrderParameters"):
         population_risk({"m": 1}, task)
+
+
+def test_gaussian_design_is_isotropic_per_group():
+    from skorg.specialization._population import _gaussian_design
+
+    F = 3
+    z = _gaussian_design(np.random.default_rng(0), 50, F).reshape(50, 2 * F, F)
+    np.testing.assert_allclose(z.sum(axis=1), 0.0, atol=1e-12)
+    second = np.einsum("gkf,gke->gfe", z, z) / (2 * F)
+    radius2 = np.trace(second, axis1=1, axis2=2) / F
+    np.testing.assert_allclose(second, radius2[:, None, None] * np.eye(F), atol=1e-12)
+    np.testing.assert_allclose(second.mean(axis=0), np.eye(F), atol=1e-12)
