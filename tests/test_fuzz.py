@@ -237,6 +237,12 @@ SPECS = [
         others=("method", "optimal_ordering"),
     ),
     Spec(
+        trees.hierarchical_tree,
+        lambda r: {"points": _matrix(r), "method": "ward"},
+        arrays=("points",),
+        others=("method", "optimal_ordering"),
+    ),
+    Spec(
         trees.hybrid_tree,
         lambda r: {"affinity": _affinity(r)},
         arrays=("affinity",),
