@@ -686,12 +686,35 @@ def _shortest_order(tree, distances, euclid):
 
 
 def _haar_along(Y, tree, axis):
-    """Haar coefficients of Y along ``axis``, computed along the last axis of a contiguous
-    copy: one compiled kernel serves every axis (a first fit compiles less)."""
-    from ..transforms import haar_transform
+    """Haar coefficients of Y along ``axis`` (in some fixed order, which the norms and the
+    compression errors below do not see).
 
-    moved = np.ascontiguousarray(np.moveaxis(Y, axis, -1))
-    return np.moveaxis(haar_transform(moved, tree, axis=-1), -1, axis)
+    On a binary tree (one-child chains allowed) every coefficient is
+    ``sqrt(|A| |B| / (|A| + |B|)) (mean_A - mean_B)`` for the two children of a folder, plus
+    ``sqrt(n) mean`` at the root: computed here from prefix sums in NumPy, so that the
+    selection compiles no kernel. Other trees go through the compiled transform, along the
+    last axis of a contiguous copy (one kernel for every axis).
+    """
+    if not tree.is_binary:
+        from ..transforms import haar_transform
+
+        moved = np.ascontiguousarray(np.moveaxis(Y, axis, -1))
+        return np.moveaxis(haar_transform(moved, tree, axis=-1), -1, axis)
+    moved = np.moveaxis(Y, axis, 0)
+    rest = moved.shape[1:]
+    Z = moved.reshape(moved.shape[0], -1)[tree.leaf_order]
+    prefix = np.zeros((Z.shape[0] + 1, Z.shape[1]))
+    np.cumsum(Z, axis=0, out=prefix[1:])
+    split = np.flatnonzero(tree.n_children == 2)
+    a = tree.child_ptr[split]  # children are consecutive node ids
+    b = a + 1
+    sum_a = prefix[tree.end[a]] - prefix[tree.start[a]]
+    sum_b = prefix[tree.end[b]] - prefix[tree.start[b]]
+    na, nb = tree.size[a].astype(float)[:, None], tree.size[b].astype(float)[:, None]
+    coefs = np.empty((split.shape[0] + 1, Z.shape[1]))
+    coefs[0] = prefix[-1] / np.sqrt(Z.shape[0])
+    coefs[1:] = (sum_a * nb - sum_b * na) / np.sqrt(na * nb * (na + nb))
+    return np.moveaxis(coefs.reshape(coefs.shape[0], *rest), 0, axis)
 
 
 def _partial_transform(X, trees, axis):

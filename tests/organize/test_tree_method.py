@@ -231,3 +231,24 @@ def test_sparse_path_builds_single_and_ward_trees_from_its_knn_graph(data, metho
             affinity=A, method=method, optimal_ordering=False
         )
         assert res.trees[axis].is_binary
+
+
+def test_selection_haar_coefficients_equal_the_tree_haar_transform():
+    # the selection computes Haar coefficients of binary trees from prefix sums (no compiled
+    # kernel); along every fibre they are the transform's coefficients up to order and sign
+    from scipy.cluster.hierarchy import linkage
+
+    from skorg.organize._questionnaire import _haar_along
+    from skorg.transforms import haar_transform
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 17, 5)) * 1e3
+    for axis, method in enumerate(("ward", "single", "average")):
+        U = np.moveaxis(X, axis, 0).reshape(X.shape[axis], -1)
+        for tree in (
+            PartitionTree.from_linkage(linkage(U, method)),
+            flexible_tree(cosine_affinity(U)),
+        ):
+            got = np.sort(np.abs(_haar_along(X, tree, axis)), axis=axis)
+            want = np.sort(np.abs(haar_transform(X, tree, axis=axis)), axis=axis)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(X).max())
