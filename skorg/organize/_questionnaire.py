@@ -685,17 +685,22 @@ def _shortest_order(tree, distances, euclid):
     return candidates[1] if lengths[1] < lengths[0] * (1 - _TIE) else candidates[0]
 
 
+# arrays up to this size take the NumPy Haar path of the selection (no compilation)
+_NUMPY_HAAR_MAX = 1 << 18
+
+
 def _haar_along(Y, tree, axis):
     """Haar coefficients of Y along ``axis`` (in some fixed order, which the norms and the
     compression errors below do not see).
 
     On a binary tree (one-child chains allowed) every coefficient is
     ``sqrt(|A| |B| / (|A| + |B|)) (mean_A - mean_B)`` for the two children of a folder, plus
-    ``sqrt(n) mean`` at the root: computed here from prefix sums in NumPy, so that the
-    selection compiles no kernel. Other trees go through the compiled transform, along the
-    last axis of a contiguous copy (one kernel for every axis).
+    ``sqrt(n) mean`` at the root: on small arrays these are computed here from prefix sums
+    in NumPy, so that a first fit compiles no Haar kernel. Larger arrays, and trees with
+    wider folders, go through the compiled transform (several times faster per element),
+    along the last axis of a contiguous copy: one kernel for every axis.
     """
-    if not tree.is_binary:
+    if Y.size > _NUMPY_HAAR_MAX or not tree.is_binary:
         from ..transforms import haar_transform
 
         moved = np.ascontiguousarray(np.moveaxis(Y, axis, -1))

@@ -238,6 +238,7 @@ def test_selection_haar_coefficients_equal_the_tree_haar_transform():
     # kernel); along every fibre they are the transform's coefficients up to order and sign
     from scipy.cluster.hierarchy import linkage
 
+    from skorg.organize import _questionnaire as Q
     from skorg.organize._questionnaire import _haar_along
     from skorg.transforms import haar_transform
 
@@ -249,6 +250,7 @@ def test_selection_haar_coefficients_equal_the_tree_haar_transform():
             PartitionTree.from_linkage(linkage(U, method)),
             flexible_tree(cosine_affinity(U)),
         ):
+            assert X.size <= Q._NUMPY_HAAR_MAX
             got = np.sort(np.abs(_haar_along(X, tree, axis)), axis=axis)
             want = np.sort(np.abs(haar_transform(X, tree, axis=axis)), axis=axis)
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(X).max())
