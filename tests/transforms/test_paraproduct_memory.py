@@ -11,7 +11,7 @@ from skorg.transforms import EntrywiseNonlinearity, paraproduct_decomposition
 from skorg.transforms._nonlinearities import Softmax
 from skorg.transforms._paraproduct_pass import _plan
 from skorg.transforms._paraproduct_result import _norm
-from skorg.trees import PartitionTree
+from tests.transforms.test_paraproduct import _random_tree
 
 FULL = [
     "values",
@@ -30,24 +30,6 @@ FULL = [
 SMALL = ["mixed_norms", "scale_errors", "first_factor_max"]
 
 
-def _random_tree(n, rng, max_group=4):
-    """Random nested partition on a random leaf order (folders of 1..max_group children)."""
-    order = rng.permutation(n)
-    levels = [np.arange(n)]
-    while levels[-1].max() > 0:
-        fine = levels[-1]
-        n_groups = fine.max() + 1
-        sizes = []
-        while sum(sizes) < n_groups:
-            sizes.append(int(rng.integers(1, max_group + 1)))
-        sizes[-1] -= sum(sizes) - n_groups
-        levels.append(np.repeat(np.arange(len(sizes)), sizes)[fine])
-    by_position = np.array(levels[::-1])
-    labels = np.empty_like(by_position)
-    labels[:, order] = by_position
-    return PartitionTree.from_levels(labels)
-
-
 class _WholeSoftmax(Softmax):
     """The softmax evaluated on whole matrices: the pass then runs as one block."""
 
@@ -59,7 +41,7 @@ def _cases():
     yield "dyadic", rng.normal(size=(256, 128)) * 3, {}
     yield "balanced", rng.normal(size=(300, 200)) * 3, {}
     f = rng.normal(size=(180, 90)) * 3
-    trees = {"row_tree": _random_tree(180, rng), "column_tree": _random_tree(90, rng)}
+    trees = {"row_tree": _random_tree(180, rng, 4), "column_tree": _random_tree(90, rng, 4)}
     yield "random trees", f, trees
 
 
