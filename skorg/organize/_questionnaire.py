@@ -432,7 +432,9 @@ def questionnaire(
     def build_one(method, axis, A, d, points):
         if method == "ward" and points is not None:
             return build_tree("ward", points=points, **params_of("ward"))
-        if method in ("ward", "ward_slices"):
+        if method == "ward" and d is not None:  # features beyond the memory budget
+            return build_tree("ward", distances=d, **params_of("ward"))
+        if method in ("ward", "ward_slices"):  # an initial "ward" tree: no features yet
             if axis not in slice_trees:
                 slice_trees[axis] = _ward_tree(distances_of_slices(axis))
             return slice_trees[axis]
@@ -444,8 +446,6 @@ def questionnaire(
         method = methods[axis]
         if method == "flexible" and not builder_params:
             return flexible_tree(A, tree_constant=constants[axis], check_input=check)
-        if method == "ward" and points is None and d is None:
-            method = "ward_slices"  # an initial tree: no other trees, no features yet
         if method != "select":
             return build_one(method, axis, A, d, points)
         # every candidate builder on the axis's geometry; keep the one whose Haar expansion

@@ -254,3 +254,12 @@ def test_selection_haar_coefficients_equal_the_tree_haar_transform():
             got = np.sort(np.abs(_haar_along(X, tree, axis)), axis=axis)
             want = np.sort(np.abs(haar_transform(X, tree, axis=axis)), axis=axis)
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(X).max())
+
+
+def test_ward_beyond_the_memory_budget_links_the_diffusion_embedding(data, monkeypatch):
+    # 48 x 40: the features of one axis need about 90 KB, the rest of the fit far less
+    monkeypatch.setenv("SKORG_MAX_MEMORY", "0.05")
+    res = questionnaire(data, n_iter=1, tree_method="ward")
+    for axis in (0, 1):
+        want = hierarchical_tree(res.distances[axis], method="ward", optimal_ordering=False)
+        assert res.trees[axis] == want
