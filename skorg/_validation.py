@@ -11,6 +11,7 @@ __all__ = [
     "check_int_seed",
     "check_memory",
     "check_tree_for_axis",
+    "finite_peak",
     "memory_budget",
     "pow2_scale",
     "safe_norm",
@@ -71,12 +72,37 @@ def check_finite_array(
     if allow_nan:
         bad = np.isinf(arr)
         what = "infinite values"
+    elif np.isfinite(finite_peak(arr)):
+        return arr  # two reductions, no temporary array of the size of the data
     else:
         bad = ~np.isfinite(arr)
         what = "NaN or infinite values"
     if bad.any():
         raise ValueError(f"{name} contains {int(bad.sum())} {what}; expected finite numbers.")
     return arr
+
+
+def finite_peak(X):
+    """``max |X|`` from two reductions, without a temporary the size of X.
+
+    NaN when X holds a NaN, infinity when it holds an infinity (but no NaN), 0.0 when it
+    is empty; so ``np.isfinite(finite_peak(X))`` is ``np.all(np.isfinite(X))``. A SciPy
+    sparse matrix gives the peak of its entries (duplicates summed, the argument unchanged).
+    """
+    if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse, without importing it
+        Y = X.tocsr()
+        if not Y.has_canonical_format:
+            Y = Y.copy()
+            Y.sum_duplicates()
+        X = Y.data
+    X = np.asarray(X)
+    if X.size == 0:
+        return 0.0
+    hi = float(np.max(X))
+    lo = float(np.min(X))
+    if hi != hi or lo != lo:  # NaN propagates through max and min
+        return float("nan")
+    return max(hi, -lo)
 
 
 def check_tree_for_axis(tree, n, name="tree", axis_name="rows"):
@@ -111,19 +137,21 @@ def check_int_seed(random_state):
 SAFE_EXPONENT = 400
 
 
-def pow2_scale(X, *, always=False, limit=SAFE_EXPONENT):
+def pow2_scale(X, *, always=False, limit=SAFE_EXPONENT, peak=None):
     """A power of two ``s`` such that ``max |X| * s`` lies in [0.5, 1).
 
     Multiplying by a power of two is exact in floating point (barring underflow), so a
     computation that is homogeneous in X gives bit for bit the same result on ``X * s``,
     rescaled, as on X, while its squares and sums can no longer overflow or underflow.
     Returns 1.0 for an all-zero (or empty) array, and, unless ``always``, when ``max |X|``
-    already lies in ``[2**-limit, 2**limit]`` (then no copy is needed).
+    already lies in ``[2**-limit, 2**limit]`` (then no copy is needed). ``peak``: ``max |X|``
+    when the caller has it already (see :func:`finite_peak`).
     """
-    X = np.asarray(X)
+    if not (hasattr(X, "tocsr") and hasattr(X, "nnz")):  # sparse matrices: their entries
+        X = np.asarray(X)
     if X.size == 0:
         return 1.0
-    m = float(np.max(np.abs(X)))
+    m = finite_peak(X) if peak is None else float(peak)
     if m == 0.0 or not np.isfinite(m):
         return 1.0
     exponent = int(np.frexp(m)[1])
@@ -132,9 +160,9 @@ def pow2_scale(X, *, always=False, limit=SAFE_EXPONENT):
     return float(np.ldexp(1.0, int(np.clip(-exponent, -1020, 1020))))
 
 
-def scaled_copy(X, *, always=False, limit=SAFE_EXPONENT):
+def scaled_copy(X, *, always=False, limit=SAFE_EXPONENT, peak=None):
     """``(X * s, s)`` with ``s = pow2_scale(X)``; X itself (not a copy) when ``s == 1``."""
-    s = pow2_scale(X, always=always, limit=limit)
+    s = pow2_scale(X, always=always, limit=limit, peak=peak)
     if s == 1.0:
         return X, 1.0
     if X.dtype == np.float64:

@@ -15,7 +15,8 @@ __all__ = ["kernels_cached", "warmup"]
 
 
 def _sentinels():
-    """Kernels every questionnaire fit compiles (their cache files exist after any fit)."""
+    """Kernels that ``skorg warmup`` compiles and that a fit of a matrix of a few hundred rows
+    or of a 3-D tensor uses (a smaller matrix compiles nothing: its EMD runs in NumPy)."""
     from ._kernels import _emd, _flexible
 
     return (_flexible._round_distances_serial, _flexible.join_round, _emd.pairwise_l1_sym_serial)
@@ -73,8 +74,12 @@ def _calls():
             trees = [dyadic_tree(k) for k in T.shape]
             inverse_multi_haar_transform(multi_haar_transform(T, trees), trees)
 
+    # a 128 x 96 fit runs its EMD in NumPy (nothing to compile); from about 256 x 192 the
+    # compiled serial kernels take over, and from about 520 x 520 the parallel ones
+    larger = np.cos(3 * rng.random((256, 1)) + 2 * rng.random((1, 192)))
     return [
         ("questionnaire on a 128 x 96 matrix", lambda: QuestionnaireOrganizer().fit(matrix)),
+        ("questionnaire on a 256 x 192 matrix", lambda: QuestionnaireOrganizer().fit(larger)),
         (
             "questionnaire on a 20 x 18 x 6 tensor",
             lambda: QuestionnaireOrganizer(preset="paper_3d_heads").fit(tensor),

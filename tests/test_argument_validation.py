@@ -88,3 +88,28 @@ def test_sparse_input_where_dense_is_needed_is_named():
 def test_huge_emd_exponents_are_refused_not_overflowed():
     with pytest.raises(ValueError, match=r"alpha=.*beta=.*float range"):
         tree_emd(np.ones((4, 3)), dyadic_tree(4), alpha=-1e308)
+
+
+def test_finite_peak_is_the_largest_magnitude_without_temporaries():
+    import scipy.sparse as sp
+
+    from skorg._validation import finite_peak, pow2_scale
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((7, 5))
+    assert finite_peak(X) == np.max(np.abs(X))
+    assert finite_peak(-np.abs(X)) == np.max(np.abs(X))
+    assert finite_peak(np.arange(-9, 4)) == 9.0 and finite_peak(np.array([True, False])) == 1.0
+    assert finite_peak(np.empty((0, 3))) == 0.0
+    for bad, expected in ((np.nan, "nan"), (np.inf, "inf"), (-np.inf, "inf")):
+        Y = X.copy()
+        Y[3, 2] = bad
+        assert str(finite_peak(Y)) == expected
+    Y = X.copy()
+    Y[0, 0], Y[1, 1] = np.inf, np.nan
+    assert np.isnan(finite_peak(Y))
+    # sparse: the stored entries, duplicates summed, the argument left as it was
+    coo = sp.coo_matrix((np.array([2.0, -5.0, -1.0]), (np.array([0, 1, 1]), np.array([0, 2, 2]))))
+    assert finite_peak(coo) == 6.0 and coo.nnz == 3
+    assert finite_peak(sp.csr_matrix((3, 3))) == 0.0
+    assert pow2_scale(X * 2.0**600) == 2.0 ** -(int(np.frexp(np.max(np.abs(X)) * 2.0**600)[1]))

@@ -14,7 +14,9 @@ def _never_compiled(x):  # never called: numba's cache never gets an index for i
 
 
 def test_kernels_cached_tells_an_empty_cache_from_a_filled_one(monkeypatch):
-    QuestionnaireOrganizer(n_iter=1).fit(np.random.default_rng(0).random((20, 16)))
+    # large enough for the compiled EMD, on the flexible tree: every sentinel kernel runs
+    X = np.random.default_rng(0).random((256, 192))
+    QuestionnaireOrganizer(n_iter=1, tree_method="flexible").fit(X)
     assert warmup_module.kernels_cached() is True  # this process's cache has them now
     # a kernel without cache files (as every kernel in a fresh install): the fit will compile
     sentinels = warmup_module._sentinels()
@@ -35,6 +37,24 @@ def test_the_command_line_says_when_it_will_compile(capsys, monkeypatch):
     monkeypatch.setattr(warmup_module, "kernels_cached", lambda: True)
     assert main(argv) == 0
     assert COMPILE_NOTE not in capsys.readouterr().err
+
+
+def test_a_first_fit_on_a_small_matrix_compiles_nothing(tmp_path):
+    """A fresh install (an empty numba cache, a new process): a small fit finds every kernel it
+    needs without compiling, so numba writes no cache index at all."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np; from skorg import QuestionnaireOrganizer; "
+        "from skorg.datasets import make_shuffled_matrix; "
+        "X = make_shuffled_matrix(128, 96, kind='band', random_state=0).X; "
+        "QuestionnaireOrganizer().fit(X); QuestionnaireOrganizer().fit_transform(X.T)"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)
+    assert [p.name for p in tmp_path.rglob("*.nbi")] == []
 
 
 def test_warmup_runs_every_group_of_calls_and_reports(capsys, monkeypatch):

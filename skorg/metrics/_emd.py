@@ -30,6 +30,12 @@ _N_GROUPS = 8
 # features it aims at per block (whole folders of the first tree).
 _TILE = 64
 _BLOCK_FEATURES = 512
+# Work below which the feature means, pairwise sums and triangle copies run in NumPy/SciPy:
+# a compiled kernel would be faster, but compiling it costs seconds on the first call of a
+# fresh install, far more than such a call (a fit on a small matrix compiles nothing).
+_NUMPY_MAX_WORK = 1 << 22
+# Matrices up to this side take their triangles by NumPy boolean masks (m^2 bytes).
+_NUMPY_MAX_SIDE = 4096
 
 
 # --------------------------------------------------------------------------- helpers
@@ -173,6 +179,12 @@ def _tile_pairs(m, n_threads):
 def _add_pairwise_l1(F, out):
     """out += pairwise cityblock distances between the rows of F (float64 accumulation)."""
     m, k = F.shape
+    if m * m * k // 2 < _NUMPY_MAX_WORK:
+        from scipy.spatial.distance import pdist
+
+        # SciPy's C loop, in float64: the same distances to rounding, and nothing to compile
+        out += _symmetric(pdist(F.astype(np.float64, copy=False), "cityblock"), m, 0.0)
+        return
     if numba.get_num_threads() == 1 or m * m * k // 2 < _PARALLEL_MIN_WORK:
         ti, tj, tile = _tile_pairs(m, 1)
         _k.pairwise_l1_sym_serial(F, ti, tj, tile, _FEATURE_CHUNK, out)
@@ -190,6 +202,13 @@ def _reduce_axis(Z, ax, plan, dtype):
     B = int(np.prod(shape[ax + 1 :], dtype=np.int64))
     k = start.shape[0]
     out = np.empty((A, k, B), dtype=dtype)
+    if A * B * (n + k) < _NUMPY_MAX_WORK:
+        # the kernels' running sums (sequential, in float64) and differences, in NumPy
+        Y = Z.reshape(A, n, B)[:, leaf_order, :]
+        P = np.zeros((A, n + 1, B), dtype=np.float64)
+        np.cumsum(Y, axis=1, dtype=np.float64, out=P[:, 1:, :])
+        out[...] = (P[:, end, :] - P[:, start, :]) * scale[None, :, None]
+        return out.reshape((*shape[:ax], k, *shape[ax + 1 :]))
     n_threads = numba.get_num_threads()
     if A * B * (n + k) < _PARALLEL_MIN_WORK:
         n_threads = 1
@@ -748,10 +767,30 @@ def _symmetric_dual_affinity(d, epsilon):
     total = m * m
     ranks = [total // 2] if total % 2 else [total // 2 - 1, total // 2]
     picks = sorted({(r - m) // 2 for r in ranks if r >= m})
-    tri = _k.upper_triangle(d)
+    tri = _upper(d)
     # the selection may reorder its input: give it a copy, tri is needed in row order below
     found = dict(zip(picks, order_statistics(tri.copy(), picks))) if picks else {}
     values = [found[(r - m) // 2] if r >= m else 0.0 for r in ranks]
     scale = _dual_scale(epsilon, sum(values) / len(values))
     # the same elementwise expression as dual_affinity, on the triangle only, then mirrored
-    return _k.symmetric_from_upper(np.exp(-tri / scale), m, 1.0)
+    return _symmetric(np.exp(-tri / scale), m, 1.0)
+
+
+def _upper(d):
+    """The strict upper triangle of a square matrix, row by row."""
+    m = d.shape[0]
+    if m <= _NUMPY_MAX_SIDE:
+        return d[np.triu(np.ones((m, m), dtype=bool), 1)]
+    return _k.upper_triangle(d)
+
+
+def _symmetric(tri, m, diagonal):
+    """The symmetric (m, m) matrix with strict upper triangle ``tri`` (row by row)."""
+    if m > _NUMPY_MAX_SIDE:
+        return _k.symmetric_from_upper(tri, m, diagonal)
+    mask = np.triu(np.ones((m, m), dtype=bool), 1)
+    out = np.empty((m, m), dtype=tri.dtype)
+    out[mask] = tri
+    out.T[mask] = tri  # the transpose's row-major walk visits (i, j) in the same order
+    np.fill_diagonal(out, diagonal)
+    return out

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._kernels import _haar as _kernels
 from .._kernels import _haar_rows as _row_kernels
-from .._validation import scaled_copy
+from .._validation import finite_peak, scaled_copy
 from ..trees import PartitionTree
 
 __all__ = [
@@ -171,6 +171,11 @@ def _check_tree(tree, name="tree"):
 
 def _check_array(X, name="X", min_ndim=1):
     """A finite float32/float64 array (other real dtypes become float64)."""
+    return _check_data(X, name, min_ndim)[0]
+
+
+def _check_data(X, name="X", min_ndim=1):
+    """:func:`_check_array` and ``max |X|`` (found by the finiteness check, kept for scaling)."""
     if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse, without importing it
         raise TypeError(
             f"{name} is a sparse matrix ({type(X).__name__}); the Haar transforms need a dense "
@@ -185,11 +190,12 @@ def _check_array(X, name="X", min_ndim=1):
         raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {X.shape}.")
     if X.size == 0:
         raise ValueError(f"{name} is empty (shape {X.shape}); every axis needs at least one entry.")
-    if not np.all(np.isfinite(X)):
+    peak = finite_peak(X)  # two reductions: no temporary of the size of X
+    if not np.isfinite(peak):
         raise ValueError(
             f"{name} contains NaN or infinity; the Haar transform needs finite values."
         )
-    return X
+    return X, peak
 
 
 def _check_axis(axis, ndim):
@@ -378,15 +384,15 @@ def _unscale(C, s):
     return C
 
 
-def _along(X, plan, axis, inverse):
+def _along(X, plan, axis, inverse, peak=None):
     """:func:`_apply_along` on data near any magnitude (the sums cannot overflow)."""
-    Xs, s = scaled_copy(X)
+    Xs, s = scaled_copy(X, peak=peak)
     return _unscale(_apply_along(Xs, plan, axis, inverse), s)
 
 
-def _multi(X, trees, order, inverse):
+def _multi(X, trees, order, inverse, peak=None):
     """The multi-axis transform, on X scaled exactly so that its sums cannot overflow."""
-    Xs, s = scaled_copy(X)
+    Xs, s = scaled_copy(X, peak=peak)
     C = _multi_raw(Xs, trees, order, inverse)
     return _unscale(C, s)
 
@@ -478,11 +484,11 @@ def haar_transform(X, tree, *, axis=-1, order="bfs"):
     >>> haar_transform(np.array([1.0, 1.0, 3.0, 3.0]), dyadic_tree(4)).round(6)
     array([4., 2., 0., 0.])
     """
-    X = _check_array(X)
+    X, peak = _check_data(X)
     axis = _check_axis(axis, X.ndim)
     _check_tree(tree)
     _check_tree_matches(tree, X, axis)
-    return _along(X, _get_plan(tree, order), axis, inverse=False)
+    return _along(X, _get_plan(tree, order), axis, inverse=False, peak=peak)
 
 
 def inverse_haar_transform(C, tree, *, axis=-1, order="bfs"):
@@ -509,11 +515,11 @@ def inverse_haar_transform(C, tree, *, axis=-1, order="bfs"):
     >>> inverse_haar_transform(np.array([4.0, 2.0, 0.0, 0.0]), dyadic_tree(4)).round(6)
     array([1., 1., 3., 3.])
     """
-    C = _check_array(C, "C")
+    C, peak = _check_data(C, "C")
     axis = _check_axis(axis, C.ndim)
     _check_tree(tree)
     _check_tree_matches(tree, C, axis)
-    return _along(C, _get_plan(tree, order), axis, inverse=True)
+    return _along(C, _get_plan(tree, order), axis, inverse=True, peak=peak)
 
 
 # ---------------------------------------------------------------------- N-D
@@ -542,9 +548,9 @@ def multi_haar_transform(X, trees, *, order="bfs"):
     array([[2.828427, 0.      , 0.      , 0.      ],
            [0.      , 0.      , 0.      , 0.      ]])
     """
-    X = _check_array(X)
+    X, peak = _check_data(X)
     trees = _check_trees(trees, X)
-    return _multi(X, trees, order, inverse=False)
+    return _multi(X, trees, order, inverse=False, peak=peak)
 
 
 def inverse_multi_haar_transform(C, trees, *, order="bfs"):
@@ -570,9 +576,9 @@ def inverse_multi_haar_transform(C, trees, *, order="bfs"):
     array([[1., 1.],
            [1., 1.]])
     """
-    C = _check_array(C, "C")
+    C, peak = _check_data(C, "C")
     trees = _check_trees(trees, C)
-    return _multi(C, trees, order, inverse=True)
+    return _multi(C, trees, order, inverse=True, peak=peak)
 
 
 def _check_ndim(X, ndim, func):
@@ -606,9 +612,10 @@ def bihaar_transform(X, row_tree, col_tree, *, order="bfs"):
     array([[1., 0.],
            [0., 1.]])
     """
-    X = _check_array(X)
+    X, peak = _check_data(X)
     _check_ndim(X, 2, "bihaar_transform")
-    return multi_haar_transform(X, [row_tree, col_tree], order=order)
+    trees = _check_trees([row_tree, col_tree], X)
+    return _multi(X, trees, order, inverse=False, peak=peak)
 
 
 def inverse_bihaar_transform(C, row_tree, col_tree, *, order="bfs"):
@@ -633,9 +640,10 @@ def inverse_bihaar_transform(C, row_tree, col_tree, *, order="bfs"):
     array([[1., 0.],
            [0., 1.]])
     """
-    C = _check_array(C, "C")
+    C, peak = _check_data(C, "C")
     _check_ndim(C, 2, "inverse_bihaar_transform")
-    return inverse_multi_haar_transform(C, [row_tree, col_tree], order=order)
+    trees = _check_trees([row_tree, col_tree], C)
+    return _multi(C, trees, order, inverse=True, peak=peak)
 
 
 def trihaar_transform(X, tree0, tree1, tree2, *, order="bfs"):
@@ -662,9 +670,10 @@ def trihaar_transform(X, tree0, tree1, tree2, *, order="bfs"):
     >>> round(float(trihaar_transform(np.ones((2, 2, 2)), *[dyadic_tree(2)] * 3)[0, 0, 0]), 6)
     2.828427
     """
-    X = _check_array(X)
+    X, peak = _check_data(X)
     _check_ndim(X, 3, "trihaar_transform")
-    return multi_haar_transform(X, [tree0, tree1, tree2], order=order)
+    trees = _check_trees([tree0, tree1, tree2], X)
+    return _multi(X, trees, order, inverse=False, peak=peak)
 
 
 def inverse_trihaar_transform(C, tree0, tree1, tree2, *, order="bfs"):
@@ -689,9 +698,10 @@ def inverse_trihaar_transform(C, tree0, tree1, tree2, *, order="bfs"):
     >>> inverse_trihaar_transform(C, *[dyadic_tree(2)] * 3).round(6).ravel()
     array([1., 1., 1., 1., 1., 1., 1., 1.])
     """
-    C = _check_array(C, "C")
+    C, peak = _check_data(C, "C")
     _check_ndim(C, 3, "inverse_trihaar_transform")
-    return inverse_multi_haar_transform(C, [tree0, tree1, tree2], order=order)
+    trees = _check_trees([tree0, tree1, tree2], C)
+    return _multi(C, trees, order, inverse=True, peak=peak)
 
 
 # ---------------------------------------------------------------------- basis and metadata

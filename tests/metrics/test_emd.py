@@ -415,3 +415,66 @@ def test_errors(rng):
         dual_affinity(-np.ones((2, 2)))
     with pytest.raises(ValueError, match="epsilon must be positive"):
         dual_affinity(np.ones((2, 2)), epsilon=0.0)
+
+
+# --------------------------------------------------------------------------- NumPy small paths
+def test_small_feature_means_equal_the_kernels_bit_for_bit(rng, monkeypatch):
+    from skorg.metrics import _emd
+
+    for shape, ax in (((7, 32), 1), ((33, 5), 0), ((3, 16, 4), 1), ((2, 3, 25), 2)):
+        for dtype in (np.float64, np.float32):
+            Z = rng.standard_normal(shape).astype(dtype)
+            plan = _emd._folder_plan(random_tree(shape[ax], rng), 0.5, 1.0, False, None, "t")
+            small = _emd._reduce_axis(Z, ax, plan, dtype)
+            monkeypatch.setattr(_emd, "_NUMPY_MAX_WORK", 0)
+            compiled = _emd._reduce_axis(Z, ax, plan, dtype)
+            monkeypatch.undo()
+            assert small.dtype == compiled.dtype == dtype
+            np.testing.assert_array_equal(small, compiled)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_small_pairwise_sums_equal_the_kernel(rng, monkeypatch, dtype):
+    from skorg.metrics import _emd
+
+    F = rng.standard_normal((37, 300)).astype(dtype)
+    start = rng.random((37, 37))
+    start = start + start.T
+    small, compiled = start.copy(), start.copy()
+    _emd._add_pairwise_l1(F, small)
+    monkeypatch.setattr(_emd, "_NUMPY_MAX_WORK", 0)
+    _emd._add_pairwise_l1(F, compiled)
+    exact = start + cdist(F.astype(np.float64), F.astype(np.float64), "cityblock")
+    np.testing.assert_allclose(small, exact, rtol=1e-14)
+    np.testing.assert_array_equal(small, small.T)
+    rtol = 1e-13 if dtype == np.float64 else (kernels._LOWP_RUN + 1) * 2.0**-24
+    np.testing.assert_allclose(compiled, exact, rtol=rtol)
+
+
+@pytest.mark.parametrize("m", [1, 2, 5, 64])
+def test_triangles_equal_the_kernels(rng, m, monkeypatch):
+    from skorg.metrics import _emd
+
+    d = rng.random((m, m))
+    d = d + d.T
+    tri = _emd._upper(d)
+    np.testing.assert_array_equal(tri, kernels.upper_triangle(d))
+    np.testing.assert_array_equal(
+        _emd._symmetric(tri, m, 1.0), kernels.symmetric_from_upper(tri, m, 1.0)
+    )
+    monkeypatch.setattr(_emd, "_NUMPY_MAX_SIDE", 0)  # the kernels' side of the switch
+    np.testing.assert_array_equal(_emd._upper(d), tri)
+    np.testing.assert_array_equal(
+        _emd._symmetric(tri, m, 1.0), kernels.symmetric_from_upper(tri, m, 1.0)
+    )
+
+
+def test_n_jobs_gives_identical_results_on_the_compiled_path(rng):
+    # above the NumPy path's size and the parallel threshold: serial against parallel tiles
+    X = rng.standard_normal((400, 400))
+    tree = random_tree(400, rng, n_levels=6)
+    d1 = tree_emd(X, tree, n_jobs=1)
+    np.testing.assert_array_equal(d1, tree_emd(X, tree, n_jobs=2))
+    np.testing.assert_allclose(
+        d1, cdist(*[tree_emd_features(X, tree)] * 2, "cityblock"), rtol=1e-12
+    )
