@@ -507,6 +507,7 @@ def questionnaire(
         initial(axis)
     initial_trees = list(trees)
     from_initial = {}  # axis -> (d, A, tree) built from the initial trees ("reference_3d")
+    last_inputs = {}  # axis -> the trees its last dense step read (see _same_trees)
 
     def rebuild(axis, source_trees, iteration):
         others = [t if a != axis else None for a, t in enumerate(source_trees)]
@@ -519,8 +520,17 @@ def questionnaire(
             record(iteration, axis, tree)
             return
         reuse = source_trees is initial_trees
+        # everything this step reads: the trees of the EMD, and for "select" the current trees
+        # along which the candidates' compression is measured
+        key = (others, [t if a != axis else None for a, t in enumerate(trees)])
+        if methods[axis] != "select":
+            key = (others, None)
         if reuse and axis in from_initial:  # the same inputs as in an earlier sweep
             d, A, tree = from_initial[axis]
+        elif _same_trees(last_inputs.get(axis), key):
+            # the inputs of this axis's last step, tree for tree (leaf orders too): its
+            # distances, affinity and tree are bit for bit what this step would compute
+            d, A, tree = distances[axis], affinities[axis], trees[axis]
         else:
             d = multi_tree_emd_core(
                 Xe, others, axis, alphas, betas, False, None, feature_dtype, n_jobs, None
@@ -534,6 +544,7 @@ def questionnaire(
                 from_initial[axis] = d, A, tree
         distances[axis] = d
         affinities[axis] = A
+        last_inputs[axis] = key
         record(iteration, axis, tree)
 
     sweep = [ndim - 1, *range(ndim - 1)]
@@ -594,6 +605,22 @@ def questionnaire(
     return QuestionnaireResult(
         trees, orders, affinities, distances, history, p, n_done, stop_reason, names
     )
+
+
+def _same_trees(key_a, key_b):
+    """Whether two steps' inputs ((EMD trees, selection trees), None for unused) are equal,
+    tree for tree, leaf orders included."""
+    if key_a is None or key_b is None:
+        return False
+    for list_a, list_b in zip(key_a, key_b, strict=True):
+        if (list_a is None) != (list_b is None):
+            return False
+        if list_a is None:
+            continue
+        for a, b in zip(list_a, list_b, strict=True):
+            if (a is None) != (b is None) or (a is not None and not a == b):
+                return False
+    return True
 
 
 def _tree_methods(value, ndim, sparse, default=False):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -259,14 +260,15 @@ def _apply_along(X, plan, axis, inverse, out=None):
         return Y.T
     shape = X.shape
     n = shape[axis]
-    A = int(np.prod(shape[:axis], dtype=np.int64))
-    B = int(np.prod(shape[axis + 1 :], dtype=np.int64))
+    # Python integers: no overflow, and a fraction of np.prod's call cost on small arrays
+    A = math.prod(shape[:axis])
+    B = math.prod(shape[axis + 1 :])
     flat = np.ascontiguousarray(X).reshape(-1)
     if out is None:
         out = np.empty(shape, dtype=X.dtype)
     oflat = out.reshape(-1)
-    n_threads = numba.get_num_threads()
-    serial = n_threads == 1 or X.size < _SERIAL_SIZE
+    serial = X.size < _SERIAL_SIZE or numba.get_num_threads() == 1
+    n_threads = 1 if serial else numba.get_num_threads()
     if B < _kernels._MIN_CONTIGUOUS and n >= _LANE_MIN_N:
         args = (inverse, plan.dyadic, *plan.kernel_args())
         n_lanes = A * B
@@ -353,8 +355,8 @@ def _apply_last2(X, plan1, plan2, inverse):
 
 def _apply_inplace(X, plan, axis, inverse):
     n = X.shape[axis]
-    A = int(np.prod(X.shape[:axis], dtype=np.int64))
-    B = int(np.prod(X.shape[axis + 1 :], dtype=np.int64))
+    A = math.prod(X.shape[:axis])
+    B = math.prod(X.shape[axis + 1 :])
     if inverse:
         args = _inverse_args(plan)
         kernel = _kernels.haar_inverse_inplace

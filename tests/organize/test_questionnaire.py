@@ -178,3 +178,43 @@ def test_attention_like_heads_that_fall_apart_terminate():
         for tree, order, length in zip(res.trees, res.orders, X.shape):
             assert tree.n_points == length and tree.level_sizes()[0] == 1
             assert sorted(order) == list(range(length))
+
+
+@pytest.mark.parametrize("schedule", ["reference_3d", "alternating", "jacobi"])
+def test_a_step_whose_inputs_repeat_reuses_its_results_exactly(reference, monkeypatch, schedule):
+    """A step that reads the same trees as its axis's last step (leaf orders too) takes that
+    step's distances, affinity and tree: the run is identical to one that recomputes them."""
+    import skorg.metrics
+    import skorg.organize._questionnaire as quest
+
+    data = reference("quest3d")
+    calls = []
+    core = skorg.metrics.multi_tree_emd_core
+    monkeypatch.setattr(
+        skorg.metrics, "multi_tree_emd_core", lambda *a: calls.append(a[2]) or core(*a)
+    )
+    options = dict(preset="paper_3d_heads", schedule=schedule, n_iter=5, early_stopping="never")
+    res = questionnaire(data["X"], **options)
+    n_reused = len(calls)
+    calls.clear()
+    monkeypatch.setattr(quest, "_same_trees", lambda a, b: False)
+    full = questionnaire(data["X"], **options)
+    assert [h["tree"] for h in res.history] == [h["tree"] for h in full.history]
+    for got, expected in zip(res.distances + res.affinities, full.distances + full.affinities):
+        np.testing.assert_array_equal(got, expected)
+    for got, expected in zip(res.orders, full.orders):
+        np.testing.assert_array_equal(got, expected)
+    # five sweeps of a converged run: every step after the first repeated state is reused
+    assert n_reused < len(calls)
+
+
+def test_same_trees_compares_every_tree_and_its_leaf_order():
+    from skorg.organize._questionnaire import _same_trees
+    from skorg.trees import dyadic_tree
+
+    a, b = dyadic_tree(8), dyadic_tree(np.array([1, 0, 2, 3, 4, 5, 6, 7]))
+    assert _same_trees(([None, a], None), ([None, dyadic_tree(8)], None))
+    assert not _same_trees(([None, a], None), ([None, b], None))  # other leaf order
+    assert not _same_trees(([None, a], None), ([a, None], None))
+    assert not _same_trees(([None, a], None), ([None, a], [None, a]))
+    assert not _same_trees(None, ([None, a], None))
