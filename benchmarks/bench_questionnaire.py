@@ -149,7 +149,27 @@ TREE_CASES = [
     ("bench 3d_128x128x72", "3d_128x128x72", None),
     ("bench 3d_256x256x128", "3d_256x256x128", None),
     ("bench 3d_256x256x128_ref", "3d_256x256x128_ref", None),
+    # the default questionnaire (no preset) on the benchmark inputs and bundled datasets
+    ("default bench 2d_512", "2d_512", {}),
+    ("default bench 3d_128x128x72", "3d_128x128x72", {}),
+    ("default bench 3d_256x256x128", "3d_256x256x128", {}),
+    ("default digits", "sklearn:digits", {}),
+    ("default wine", "sklearn:wine", {}),
+    ("default breast cancer", "sklearn:breast_cancer", {}),
 ]  # fmt: skip
+
+
+def _tree_case_input(source):
+    if source.startswith("sklearn:"):
+        import sklearn.datasets
+
+        X = getattr(sklearn.datasets, f"load_{source[8:]}")().data
+        return (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
+    case = next((c for c in CASES if c[0] == source), None)
+    if case is not None:
+        return bench_input(case[1], case[2])
+    with np.load(ROOT / "tests" / "data" / f"{source}.npz") as z:
+        return z["X"]
 
 
 def compare_trees():
@@ -160,14 +180,11 @@ def compare_trees():
     print(f"{'case':<30}{'trees':>6}{'ordered equal':>15}{'partitions equal':>18}")
     total = [0, 0, 0]
     for label, source, options in TREE_CASES:
+        X = _tree_case_input(source)
         if options is None:
-            _, kind, shape, n_iter, schedule, _ = next(c for c in CASES if c[0] == source)
-            X = bench_input(kind, shape)
+            _, kind, _, n_iter, schedule, _ = next(c for c in CASES if c[0] == source)
             preset = "paper_2d_holder" if kind == "2d" else "paper_3d_heads"
             options = dict(preset=preset, schedule=schedule, n_iter=n_iter)
-        else:
-            with np.load(ROOT / "tests" / "data" / f"{source}.npz") as z:
-                X = z["X"]
         runs = {}
         for dtype in ("float64", "float32"):
             res = questionnaire(X, emd_dtype=dtype, **options)

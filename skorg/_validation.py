@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from numbers import Integral
 
 import numpy as np
@@ -153,12 +154,12 @@ def pow2_scale(X, *, always=False, limit=SAFE_EXPONENT, peak=None):
     if X.size == 0:
         return 1.0
     m = finite_peak(X) if peak is None else float(peak)
-    if m == 0.0 or not np.isfinite(m):
+    if m == 0.0 or not math.isfinite(m):
         return 1.0
-    exponent = int(np.frexp(m)[1])
+    exponent = math.frexp(m)[1]  # Python's, exact as NumPy's, without a ufunc call
     if not always and -limit <= exponent <= limit:
         return 1.0
-    return float(np.ldexp(1.0, int(np.clip(-exponent, -1020, 1020))))
+    return math.ldexp(1.0, min(max(-exponent, -1020), 1020))
 
 
 def scaled_copy(X, *, always=False, limit=SAFE_EXPONENT, peak=None):

@@ -96,9 +96,12 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         :func:`~skorg.organize.questionnaire`.
     n_neighbors : int, default=15
         Neighbours per point on the sparse path.
-    emd_dtype : {"float64", "float32"}, default="float64"
+    emd_dtype : {"auto", "float64", "float32"}, default="auto"
         Precision of the tree-EMD features and sums; ``"float32"`` is faster
         (twice the SIMD width) with distances accurate to about 1e-6 relative.
+        ``"auto"``: float32 for the large steps only (tensors from about
+        256 x 256 x 128), float64 for the others; see
+        :func:`~skorg.organize.questionnaire`.
     tree_method : str, callable or list of those, default="select"
         The tree builder of each axis (one for all, or one per axis):
         ``"flexible"``, ``"average"``, ``"complete"``, ``"single"``,
@@ -252,7 +255,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         n_jobs=None,
         affinity_mode="auto",
         n_neighbors=15,
-        emd_dtype="float64",
+        emd_dtype="auto",
         tree_method=None,
         tree_params=None,
         early_stopping="unchanged",

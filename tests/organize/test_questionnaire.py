@@ -218,3 +218,37 @@ def test_same_trees_compares_every_tree_and_its_leaf_order():
     assert not _same_trees(([None, a], None), ([a, None], None))
     assert not _same_trees(([None, a], None), ([None, a], [None, a]))
     assert not _same_trees(None, ([None, a], None))
+
+
+def test_auto_emd_dtype_is_float32_exactly_on_large_steps(reference, monkeypatch):
+    import skorg.organize._questionnaire as quest
+
+    X = reference("quest3d")["X"]
+    options = dict(preset="paper_3d_heads", schedule="reference_3d", early_stopping="never")
+    runs = {dtype: questionnaire(X, emd_dtype=dtype, **options) for dtype in EMD_DTYPE_NAMES}
+    # these steps are small: auto is float64, bit for bit
+    trees = {dtype: [h["tree"] for h in run.history] for dtype, run in runs.items()}
+    assert trees["auto"] == trees["float64"]
+    for got, expected in zip(runs["auto"].distances, runs["float64"].distances):
+        np.testing.assert_array_equal(got, expected)
+    monkeypatch.setattr(quest, "_AUTO_FLOAT32_WORK", 0)  # every step counts as large
+    auto = questionnaire(X, emd_dtype="auto", **options)
+    for got, expected in zip(auto.distances, runs["float32"].distances):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_emd_feature_dtype_threshold():
+    from skorg.organize._questionnaire import _AUTO_FLOAT32_WORK, _emd_feature_dtype
+    from skorg.trees import dyadic_tree
+
+    t256, t128 = dyadic_tree(256), dyadic_tree(128)  # 511 and 255 nodes
+    others = [None, t256, t128]
+    work = 256**2 * 511 * 255 // 2
+    assert work >= _AUTO_FLOAT32_WORK
+    assert _emd_feature_dtype("auto", (256, 256, 128), 0, others) == np.float32
+    assert _emd_feature_dtype("auto", (16, 256, 128), 0, others) == np.float64
+    assert _emd_feature_dtype("float64", (256, 256, 128), 0, others) == np.float64
+    assert _emd_feature_dtype("float32", (4, 256, 128), 0, others) == np.float32
+
+
+EMD_DTYPE_NAMES = ("auto", "float64", "float32")
