@@ -33,9 +33,11 @@ def _missing_mask(X, missing_values):
     return np.isnan(X) | (X == missing_values)
 
 
-# Gram products up to this many multiply-adds (tens of milliseconds on one core) run on one
-# BLAS thread (see skorg._blas).
-_SERIAL_GRAM_MAX = 2**30
+# Gram products up to this many multiply-adds (up to a few tenths of a second on one core)
+# run on one BLAS thread (see skorg._blas): a second BLAS thread saves at most half of that,
+# while with another process on the other core OpenBLAS's spinning workers made a
+# 256 x 32768 Gram 4 times slower (0.30 s against 0.075 s on one thread, 2-core machine).
+_SERIAL_GRAM_MAX = 2**33
 
 
 def cosine_affinity(X, *, threshold=0.0, missing_values=None, absolute=False):
