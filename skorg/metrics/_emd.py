@@ -40,6 +40,21 @@ _NUMPY_MAX_SIDE = 4096
 
 # --------------------------------------------------------------------------- helpers
 @contextmanager
+def _dynamic_schedule():
+    """Hand the next parallel kernel's tasks out one at a time (parallel chunk size 1).
+
+    A thread slowed by another process on its core then takes fewer tasks instead of holding
+    back the whole call; every task writes its own entries or accumulator, so the result is
+    the same whichever thread runs it.
+    """
+    chunk = numba.set_parallel_chunksize(1)
+    try:
+        yield
+    finally:
+        numba.set_parallel_chunksize(chunk)
+
+
+@contextmanager
 def _numba_threads(n_jobs):
     """Run the numba kernels on ``n_jobs`` threads (joblib convention), then restore."""
     if n_jobs is None:
@@ -190,7 +205,8 @@ def _add_pairwise_l1(F, out):
         _k.pairwise_l1_sym_serial(F, ti, tj, tile, _FEATURE_CHUNK, out)
         return
     ti, tj, tile = _tile_pairs(m, numba.get_num_threads())
-    _k.pairwise_l1_sym(F, ti, tj, tile, _FEATURE_CHUNK, out)
+    with _dynamic_schedule():
+        _k.pairwise_l1_sym(F, ti, tj, tile, _FEATURE_CHUNK, out)
 
 
 def _reduce_axis(Z, ax, plan, dtype):
@@ -334,7 +350,8 @@ def _emd_two_trees(X, axis, plan1, plan2, dtype):
     if n_threads == 1 or m * m * k1 * k2 // 2 < _PARALLEL_MIN_WORK:
         _kb.bifolder_l1_serial(*args)
     else:
-        _kb.bifolder_l1(*args)
+        with _dynamic_schedule():
+            _kb.bifolder_l1(*args)
     upper = np.triu(accs[0], 1)
     for a in range(1, n_groups):
         upper += np.triu(accs[a], 1)
