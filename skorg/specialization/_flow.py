@@ -9,8 +9,10 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._progress import progress_bar
+from ._gradient import _evaluate, _risk_core
 from ._model import _check_normalization
-from ._population import _check_count, _check_task, _Draws, _pack, _risk_core, _sgd_noise, _unpack
+from ._montecarlo import _Draws
+from ._population import _check_count, _check_task, _pack, _unpack
 from ._risk import OrderParameters
 from ._task import _as_rng
 
@@ -71,19 +73,17 @@ def _coefficients(omega, T, b, draws, normalization, noise, lam, lam_b, with_noi
     columns): ``A = -2 Lambda G_ww``, ``B = -2 Lambda G_wT / 2``. Returned with the noise
     ``Lambda N Lambda`` (zero without SGD noise) and ``db/dt``.
     """
-    _, _, (g_omega, g_T, g_b) = _risk_core(omega, T, b, draws, normalization, noise, grad=True)
+    # one pass shares the factors, scores and weights between the gradient and the noise term
+    _, _, (g_omega, g_T, g_b), N = _evaluate(
+        omega, T, b, draws, normalization, noise, grad=True, noise_term=with_noise
+    )
     # G: gradient of the mean per-sample loss R / 2 with respect to the Gram matrix of
     # (weights, targets), entry by entry; the weight-target block is shared by two entries
     G_ww = 0.25 * (g_omega + np.swapaxes(g_omega, 1, 2))
     A = -2.0 * lam[None, :, None] * G_ww
     B = -2.0 * lam[None, :, None] * (0.25 * g_T)
-    if with_noise:
-        import torch
-
-        N = _sgd_noise(*(torch.from_numpy(x) for x in (omega, T, b)), draws, normalization, noise)
-        N = np.outer(lam, lam)[None] * N.numpy()
-    else:
-        N = None
+    if N is not None:
+        N = np.outer(lam, lam)[None] * N
     return A, B, N, -lam_b * 0.5 * g_b
 
 
