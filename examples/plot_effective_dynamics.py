@@ -59,7 +59,7 @@ SMALL = dict(
     sgd_dims=(250, 1000), sgd_seeds=2, sgd_t=20.0,
 )  # fmt: skip
 FULL = dict(
-    SMALL, n_init=100, tau_long=1200.0, n_bayes=24, n_scale=16,
+    SMALL, n_init=100, tau_long=2000.0, n_bayes=16, n_scale=16,
     sgd_dims=(250, 1000, 4000), sgd_seeds=4,
 )  # fmt: skip
 # the test suite's run: every step of the example at toy sizes (seconds, no conclusions)
