@@ -42,7 +42,11 @@ def _forward(omega, T, b, draws, normalization):
 
 
 def _backward(Lq, Pw, S, a, cz, mean_err, draws, normalization):
-    """Gradients of ``mean_s err_s`` with respect to the symmetric part of omega, T and b."""
+    """Gradients of ``mean_s err_s`` with respect to the symmetric part of omega, T and b.
+
+    Where ``_conditional`` had to project an indefinite ``q`` (a trial state of an adaptive
+    solver), this is the gradient at the projected ``q``: the projection is not differentiated.
+    """
     n, N, L, H = a.shape
     w = 1.0 / N
     e = (2.0 * w) * mean_err  # d risk / d mean_err
