@@ -162,14 +162,22 @@ class FlowSpecializationTest:
     params: dict = field(default_factory=dict)
 
     def table(self, confidence=0.95, drop=0.1):
-        """Rows of the reviewers' table, one per learning rate, as dicts."""
+        """Rows of the reviewers' table, one per learning rate, as dicts.
+
+        ``order_held`` counts the runs whose captured directions came in the predicted order
+        (a direction not captured counts as last), ``all_captured_in_order`` those that
+        captured every direction, in order; ``captured_per_direction`` is in the predicted
+        order; the intervals are Wilson's.
+        """
         rows = []
         n = self.outcomes.shape[1]
         for j, lr in enumerate(self.learning_rates):
             out = self.outcomes[j]
             held = int(np.sum(out == 1))
             exc = int(np.sum(np.any(self.max_drop[j] > drop, axis=-1)))
-            captured = int(np.sum(np.all(np.isfinite(self.tau[j]), axis=-1)))
+            all_captured = np.all(np.isfinite(self.tau[j]), axis=-1)
+            captured = int(np.sum(all_captured))
+            strict = int(np.sum(all_captured & (out == 1)))
             rows.append(
                 dict(
                     learning_rate=lr,
@@ -179,6 +187,11 @@ class FlowSpecializationTest:
                     violated=int(np.sum(out == -1)),
                     undetermined=int(np.sum(out == 0)),
                     all_captured=captured,
+                    all_captured_in_order=strict,
+                    all_captured_in_order_interval=wilson_interval(strict, n, confidence),
+                    captured_per_direction=np.isfinite(self.tau[j][:, self.predicted_order]).sum(
+                        axis=0
+                    ),
                     excursions=exc,
                     excursions_interval=wilson_interval(exc, n, confidence),
                     median_tau=np.median(self.tau[j][:, self.predicted_order], axis=0),
@@ -192,17 +205,21 @@ class FlowSpecializationTest:
         pct = f"{100 * confidence:g}%"
         lines = [
             f"   lr  n  order held [{pct} Wilson]  violated  undetermined  all captured  "
-            f"excursions [{pct}]  median tau_f (decreasing variance)  median PR"
+            f"excursions [{pct}]  median tau_f (decreasing variance)  median PR  "
+            f"captured per direction  all captured in order [{pct}]"
         ]
         for r in self.table(confidence, drop):
             lo, hi = r["order_held_interval"]
             elo, ehi = r["excursions_interval"]
+            slo, shi = r["all_captured_in_order_interval"]
             lines.append(
                 f"{r['learning_rate']:5.3g} {r['n_init']:3d} {r['order_held']:4d} "
                 f"[{lo:.2f}, {hi:.2f}] {r['violated']:13d} {r['undetermined']:13d} "
                 f"{r['all_captured']:13d} {r['excursions']:6d} [{elo:.2f}, {ehi:.2f}]  "
                 + " ".join(f"{x:7.2f}" for x in r["median_tau"])
-                + f"  {r['median_participation']:9.2f}"
+                + f"  {r['median_participation']:9.2f}  "
+                + " / ".join(str(int(c)) for c in r["captured_per_direction"])
+                + f"  {r['all_captured_in_order']:4d} [{slo:.2f}, {shi:.2f}]"
             )
         return "\n".join(lines)
 

@@ -9,8 +9,10 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from .._progress import progress_bar
+from ._gradient import _evaluate, _risk_core
 from ._model import _check_normalization
-from ._population import _check_count, _check_task, _Draws, _pack, _risk_core, _sgd_noise, _unpack
+from ._montecarlo import _Draws
+from ._population import _check_count, _check_task, _pack, _unpack
 from ._risk import OrderParameters
 from ._task import _as_rng
 
@@ -71,19 +73,17 @@ def _coefficients(omega, T, b, draws, normalization, noise, lam, lam_b, with_noi
     columns): ``A = -2 Lambda G_ww``, ``B = -2 Lambda G_wT / 2``. Returned with the noise
     ``Lambda N Lambda`` (zero without SGD noise) and ``db/dt``.
     """
-    _, _, (g_omega, g_T, g_b) = _risk_core(omega, T, b, draws, normalization, noise, grad=True)
+    # one pass shares the factors, scores and weights between the gradient and the noise term
+    _, _, (g_omega, g_T, g_b), N = _evaluate(
+        omega, T, b, draws, normalization, noise, grad=True, noise_term=with_noise
+    )
     # G: gradient of the mean per-sample loss R / 2 with respect to the Gram matrix of
     # (weights, targets), entry by entry; the weight-target block is shared by two entries
     G_ww = 0.25 * (g_omega + np.swapaxes(g_omega, 1, 2))
     A = -2.0 * lam[None, :, None] * G_ww
     B = -2.0 * lam[None, :, None] * (0.25 * g_T)
-    if with_noise:
-        import torch
-
-        N = _sgd_noise(*(torch.from_numpy(x) for x in (omega, T, b)), draws, normalization, noise)
-        N = np.outer(lam, lam)[None] * N.numpy()
-    else:
-        N = None
+    if N is not None:
+        N = np.outer(lam, lam)[None] * N
     return A, B, N, -lam_b * 0.5 * g_b
 
 
@@ -98,22 +98,32 @@ def _derivative(omega, T, b, draws, normalization, noise, lam, lam_b, with_noise
     return d_omega, d_T, d_b
 
 
-def _congruence_step(omega, T, b, coef, h):
-    """One step of length ``h`` with frozen coefficients, as a congruence of the Gram matrix.
+def _congruence_step(omega, T, b, coef, h, pre=None):
+    """One step of length ``h`` as a congruence of the Gram matrix; returns it and its map.
 
-    With ``K = [[A, B], [0, 0]]`` and ``M = I + h K + (h K)^2 / 2`` (second order in ``h``), the
-    Gram matrix of (weights, targets) becomes ``M (Omega_full + h N / 2) M^T + h N / 2``: the
-    image of the weights moved by ``M``, plus the noise. It stays positive semi-definite and the
-    targets stay orthonormal whatever ``h``, which an explicit step of ``dOmega/dt`` does not
-    guarantee: values started at zero sit on the boundary of the cone, and a step that leaves
-    it makes the conditional covariance of the values negative.
+    The weights (and the fixed targets) move by a linear map ``M``, so the Gram matrix of
+    (weights, targets) becomes ``M (Omega_full + h N / 2) M^T + h N / 2``, the noise added
+    half before, half after. It stays positive semi-definite and the targets stay orthonormal
+    whatever ``h``, which an explicit step of ``dOmega/dt`` does not guarantee: values started
+    at zero sit on the boundary of the cone, and a step that leaves it makes the conditional
+    covariance of the values negative.
+
+    With ``K = [[A, B], [0, 0]]`` the velocity of the weights is ``K W``. Without ``pre`` the
+    step is Euler's, ``M = I + h K``; with the map ``pre`` of the predictor (the half step to
+    the midpoint, where ``K`` was evaluated) it is the explicit midpoint rule
+    ``W + h K_mid W_mid``, i.e. ``M = I + h K pre``. The coefficients multiply the weights in
+    their own basis, so they carry the inverse of the key Gram matrix, and their Monte Carlo
+    error is large along nearly collinear keys; ``K W`` is a velocity of the size of the
+    weights, but a power of ``K`` (a Taylor polynomial ``I + hK + (hK)^2 / 2`` or ``exp(hK)``
+    with the coefficients frozen) applies that amplified error again and blows up.
     """
     A, B, N, d_b = coef
-    A, B = h * A, h * B
-    # M = [[M11, M12], [0, I]]: M11 = I + A + A^2 / 2, M12 = B + A B / 2
-    eye = np.eye(A.shape[-1])
-    M11 = eye + A + 0.5 * (A @ A)
-    M12 = B + 0.5 * (A @ B)
+    n, W, C = B.shape
+    K = np.zeros((n, W + C, W + C))
+    K[:, :W, :W] = h * A
+    K[:, :W, W:] = h * B
+    M = np.broadcast_to(np.eye(W + C), K.shape) + (K if pre is None else K @ pre)
+    M11, M12 = M[:, :W, :W], M[:, :W, W:]
     if N is not None:
         omega = omega + 0.5 * h * N
     # M Omega_full M^T, blockwise; the target block stays the identity exactly
@@ -124,7 +134,7 @@ def _congruence_step(omega, T, b, coef, h):
     if N is not None:
         omega = omega + 0.5 * h * N
     omega = 0.5 * (omega + np.swapaxes(omega, 1, 2))
-    return omega, MT, b + h * d_b
+    return (omega, MT, b + h * d_b), M
 
 
 def integrate_flow(
@@ -228,9 +238,10 @@ def integrate_flow(
 
     The ``"midpoint"`` method freezes ``A = -2 Lambda G`` (and the weight-target block ``B``,
     the noise and the bias drift) at the predicted midpoint of each step and moves the whole
-    Gram matrix by the congruence ``M Omega M^T`` with ``M = I + hK + (hK)^2 / 2``,
-    ``K = [[A, B], [0, 0]]``: the Gram matrix of the weights moved by the linear map ``M``, as
-    one SGD step itself moves them.
+    Gram matrix by the congruence ``M Omega M^T`` with ``M = I + h K_mid (I + h K_0 / 2)``,
+    ``K = [[A, B], [0, 0]]`` at the start and at the predicted midpoint: the explicit midpoint
+    rule ``W + h K_mid W_mid`` for the weights, whose Gram matrix it moves as a linear map of
+    the weights, as an SGD step itself moves them.
 
     Examples
     --------
@@ -314,8 +325,8 @@ def integrate_flow(
                     if fresh_draws:
                         draws = _Draws(task, H, n_samples, np.random.default_rng(seeds.spawn(1)[0]))
                         args = (draws, *args[1:])
-                    half = _congruence_step(*state, _coefficients(*state, *args), 0.5 * h)
-                    state = _congruence_step(*state, _coefficients(*half, *args), h)
+                    half, pre = _congruence_step(*state, _coefficients(*state, *args), 0.5 * h)
+                    state, _ = _congruence_step(*state, _coefficients(*half, *args), h, pre)
                     n_eval[0] += 2
                 if not all(np.all(np.isfinite(x)) for x in state):
                     raise FloatingPointError(

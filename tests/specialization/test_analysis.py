@@ -77,6 +77,12 @@ def test_flow_specialization_test_small_run():
     for r, out in zip(rows, res.outcomes, strict=True):
         assert r["order_held"] == np.sum(out == 1)
         assert r["order_held_interval"] == wilson_interval(r["order_held"], 3)
+    for j, r in enumerate(rows):
+        tau = res.tau[j][:, res.predicted_order]
+        np.testing.assert_array_equal(r["captured_per_direction"], np.isfinite(tau).sum(axis=0))
+        both = np.all(np.isfinite(tau), axis=1) & np.all(tau[:, :-1] < tau[:, 1:], axis=1)
+        assert r["all_captured_in_order"] == int(both.sum())
+        assert r["all_captured_in_order_interval"] == wilson_interval(int(both.sum()), 3)
     assert "Wilson" in res.summary()
     # tau is read from the trajectories on the rescaled time lr * t
     for j, lr in enumerate(res.learning_rates):

@@ -253,3 +253,58 @@ def test_saddle_escape_follows_the_variances_whatever_their_order():
         growth[tuple(var)] = np.abs(flow.m[-1, 0]) / np.abs(flow.m[0, 0])
     for var, g in growth.items():
         assert list(np.argsort(-g)) == list(np.argsort(-np.asarray(var)))
+
+
+def test_midpoint_step_is_the_explicit_midpoint_rule_on_the_weights():
+    # one step of integrate_flow equals W_mid = W + (h/2) K_0 W, W_new = W + h K_mid W_mid on
+    # weight vectors whose Gram matrix is the start, with K_mid evaluated at the Gram of W_mid
+    from skorg.specialization._flow import _coefficients
+    from skorg.specialization._montecarlo import _Draws
+    from skorg.specialization._population import _pack
+
+    task = SingleLocationTask(GaussianPrior([2.0, 1.0]), dim=400, noise=0.1)
+    start = random_initial_order(task, 2, 3, key_scale=0.5, value_scale=0.2, random_state=2)
+    lr, h = 0.5, 0.4
+    flows = integrate_flow(
+        start,
+        task,
+        t_max=h,
+        learning_rate=lr,
+        record_every=h,
+        step=h,
+        method="midpoint",
+        sgd_noise=False,
+        n_samples=32,
+        random_state=5,
+    )
+    omega, T, b, _ = _pack(start, task)
+    n, W = omega.shape[:2]
+    F1 = T.shape[2]
+    full = np.block([[omega, T], [np.swapaxes(T, 1, 2), np.broadcast_to(np.eye(F1), (n, F1, F1))]])
+    evals, evecs = np.linalg.eigh(full)
+    vecs = evecs * np.sqrt(np.clip(evals, 0, None))[:, None, :]  # rows: weights then targets
+    draws = _Draws(task, 2, 32, 5)
+    lam = np.full(W, lr)
+
+    def velocity(v, bias):
+        gram = v @ np.swapaxes(v, 1, 2)
+        A, B, _, d_b = _coefficients(
+            gram[:, :W, :W], gram[:, :W, W:], bias, draws, "softmax", 0.1, lam, lr, False
+        )
+        K = np.concatenate([A, B], axis=2)  # the velocity of the weights: K @ (weights, targets)
+        return K @ v, d_b
+
+    v0, db0 = velocity(vecs, b)
+    mid = vecs.copy()
+    mid[:, :W] += 0.5 * h * v0
+    v1, db1 = velocity(mid, b + 0.5 * h * db0)
+    new = vecs.copy()
+    new[:, :W] += h * v1
+    gram = new @ np.swapaxes(new, 1, 2)
+    for i, flow in enumerate(flows):
+        np.testing.assert_allclose(flow.order.q[-1], gram[i, :2, :2], rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(flow.m[-1], gram[i, :2, W : W + 2], rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(
+            flow.order.value_overlap[-1], gram[i, 2:W, 2:W], rtol=1e-10, atol=1e-14
+        )
+        np.testing.assert_allclose(flow.order.biases[-1], b[i] + h * db1[i], rtol=1e-10, atol=1e-14)

@@ -174,7 +174,7 @@ def test_population_risk_validates_its_arguments():
 
 
 def test_gaussian_design_is_isotropic_per_group():
-    from skorg.specialization._population import _gaussian_design
+    from skorg.specialization._montecarlo import _gaussian_design
 
     F = 3
     z = _gaussian_design(np.random.default_rng(0), 50, F).reshape(50, 2 * F, F)
