@@ -39,14 +39,6 @@ def _split(task, n_tasks, total):
 
 # ---------------------------------------------------------------------- one lane at a time
 @numba.njit(cache=True)
-def _is_identity(order):
-    for i in range(order.shape[0]):
-        if order[i] != i:
-            return False
-    return True
-
-
-@numba.njit(cache=True)
 def _pair_level(src, dst, y, wp, wm, h):
     """One lifting level: ``dst[j]`` = sum of the pair ``src[2j], src[2j + 1]``, ``y[j]`` its
     coefficient. Every array starts at its first used entry, so the indices are
@@ -126,21 +118,31 @@ CHUNKED = 1 << 14
 
 
 @numba.njit(cache=True)
-def _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, c0, c1):
+def _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, c0, c1, identity):
     """The levels within subtrees c0..c1-1 of ``CHUNK`` leaves; their sums to ``top``.
 
     Subtree ``c``'s folders at a level with ``H`` folders are ``c * h .. c * h + h - 1`` of
     that level (h of them), so its coefficients are the contiguous run from ``H + c * h``.
+    With the identity leaf order the first level reads x itself (no index array, no copy).
     """
     n = leaf_order.shape[0]
     for c in range(c0, c1):
         off = c * CHUNK
-        for i in range(CHUNK):
-            t[i] = x[leaf_order[off + i]]
-        src = t
-        dst = u
         h = CHUNK >> 1
         H = n >> 1
+        k = H + c * h
+        if identity:
+            _pair_level(x[off : off + CHUNK], u, y[k : k + h], wplus[k - 1 : k - 1 + h],
+                        wminus[k - 1 : k - 1 + h], h)  # fmt: skip
+        else:
+            for i in range(CHUNK):
+                t[i] = x[leaf_order[off + i]]
+            _pair_level(t, u, y[k : k + h], wplus[k - 1 : k - 1 + h],
+                        wminus[k - 1 : k - 1 + h], h)  # fmt: skip
+        src = u
+        dst = t
+        h >>= 1
+        H >>= 1
         while h >= 1:
             k = H + c * h
             _pair_level(src, dst, y[k : k + h], wplus[k - 1 : k - 1 + h],
@@ -181,7 +183,7 @@ def _inverse_top(c, wplus, wminus, scale0, top, top2):
 
 
 @numba.njit(cache=True)
-def _inverse_chunks(c, y, leaf_order, wplus, wminus, t, u, totals, q0, q1):
+def _inverse_chunks(c, y, leaf_order, wplus, wminus, t, u, totals, q0, q1, identity):
     """The levels within subtrees q0..q1-1, from their roots' totals; their points to y."""
     n_chunks = totals.shape[0]
     for q in range(q0, q1):
@@ -198,26 +200,32 @@ def _inverse_chunks(c, y, leaf_order, wplus, wminus, t, u, totals, q0, q1):
             h <<= 1
             H <<= 1
         off = q * CHUNK
-        for i in range(CHUNK):
-            y[leaf_order[off + i]] = a[i]
+        if identity:
+            for i in range(CHUNK):
+                y[off + i] = a[i]
+        else:
+            for i in range(CHUNK):
+                y[leaf_order[off + i]] = a[i]
 
 
 @numba.njit(cache=True)
-def _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2):
+def _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2,
+                                 identity):  # fmt: skip
     """``_dyadic_forward_lane`` by subtrees of ``CHUNK`` leaves (n a multiple of it)."""
-    _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, 0, top.shape[0])
+    _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, 0, top.shape[0], identity)
     _forward_top(y, wplus, wminus, scale0, top, top2)
 
 
 @numba.njit(cache=True)
-def _dyadic_inverse_lane_chunked(c, y, leaf_order, wplus, wminus, scale0, t, u, top, top2):
+def _dyadic_inverse_lane_chunked(c, y, leaf_order, wplus, wminus, scale0, t, u, top, top2,
+                                 identity):  # fmt: skip
     """``_dyadic_inverse_lane`` by subtrees: the levels above them first, then each subtree."""
     totals = _inverse_top(c, wplus, wminus, scale0, top, top2)
-    _inverse_chunks(c, y, leaf_order, wplus, wminus, t, u, totals, 0, top.shape[0])
+    _inverse_chunks(c, y, leaf_order, wplus, wminus, t, u, totals, 0, top.shape[0], identity)
 
 
 @numba.njit(cache=True, parallel=True)
-def dyadic_long_lane(x, y, inverse, leaf_order, wplus, wminus, n_tasks):
+def dyadic_long_lane(x, y, inverse, identity, leaf_order, wplus, wminus, n_tasks):
     """One long contiguous lane (n > ``CHUNKED``) with its subtrees split over tasks.
 
     For a 1-D vector or a few long rows, which the lane-parallel kernel would run on one
@@ -236,9 +244,9 @@ def dyadic_long_lane(x, y, inverse, leaf_order, wplus, wminus, n_tasks):
         t = np.empty(CHUNK, dtype=np.float64)
         u = np.empty(CHUNK, dtype=np.float64)
         if inverse:
-            _inverse_chunks(x, y, leaf_order, wplus, wminus, t, u, totals, c0, c1)
+            _inverse_chunks(x, y, leaf_order, wplus, wminus, t, u, totals, c0, c1, identity)
         else:
-            _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, c0, c1)
+            _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, c0, c1, identity)
     if not inverse:
         _forward_top(y, wplus, wminus, scale0, top, top2)
 
@@ -302,9 +310,13 @@ def _tree_inverse_lane(c, y, leaf_order, parent, first_leaf, cnode, cplus, clast
 
 
 @numba.njit(cache=True)
-def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, leaf_order, child_ptr, parent,
-                     first_leaf, cnode, cplus, clast, wplus, wminus):  # fmt: skip
-    """Transform lanes lo..hi-1 (lane l is X[l // B, :, l % B]) one at a time."""
+def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order, child_ptr,
+                     parent, first_leaf, cnode, cplus, clast, wplus, wminus):  # fmt: skip
+    """Transform lanes lo..hi-1 (lane l is X[l // B, :, l % B]) one at a time.
+
+    ``identity``: the leaf order is 0..n-1 (the caller knows it from the tree's plan), so
+    perfect binary trees read and write the lanes without the index array.
+    """
     scale0 = 1.0 / np.sqrt(n)
     xin = np.empty(n, dtype=X.dtype)
     yout = np.empty(n, dtype=out.dtype)
@@ -312,7 +324,7 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, leaf_order, child_pt
     u = np.empty(t.shape[0], dtype=np.float64)
     V = np.empty(parent.shape[0] if not dyadic else 1, dtype=np.float64)
     chunked = dyadic and n > CHUNKED
-    identity = dyadic and _is_identity(leaf_order)
+    identity = dyadic and identity
     top = np.empty(max(n // CHUNK, 1), dtype=np.float64)
     top2 = np.empty(max(n // CHUNK, 1), dtype=np.float64)
     for lane in range(lo, hi):
@@ -330,9 +342,11 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, leaf_order, child_pt
         if first_leaf == 0:  # a one-point tree: the root is the leaf
             y[0] = x[0]
         elif chunked and not inverse:
-            _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2)
+            _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2,
+                                         identity)  # fmt: skip
         elif chunked:
-            _dyadic_inverse_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2)
+            _dyadic_inverse_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2,
+                                         identity)  # fmt: skip
         elif dyadic and not inverse:
             _dyadic_forward_lane(x, y, leaf_order, wplus, wminus, scale0, identity, t, u)
         elif dyadic:
@@ -349,12 +363,12 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, leaf_order, child_pt
 
 
 @numba.njit(cache=True, parallel=True)
-def haar_lanes(X, out, n, B, n_lanes, inverse, dyadic, leaf_order, child_ptr, parent, first_leaf,
-               cnode, cplus, clast, wplus, wminus, n_tasks):  # fmt: skip
+def haar_lanes(X, out, n, B, n_lanes, inverse, dyadic, identity, leaf_order, child_ptr, parent,
+               first_leaf, cnode, cplus, clast, wplus, wminus, n_tasks):  # fmt: skip
     for task in numba.prange(n_tasks):
         lo, hi = _split(task, n_tasks, n_lanes)
-        haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, leaf_order, child_ptr, parent,
-                         first_leaf, cnode, cplus, clast, wplus, wminus)  # fmt: skip
+        haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order, child_ptr,
+                         parent, first_leaf, cnode, cplus, clast, wplus, wminus)  # fmt: skip
 
 
 # ---------------------------------------------------------------------- row segments

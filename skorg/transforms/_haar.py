@@ -55,6 +55,7 @@ class _HaarPlan:
     plus_size: np.ndarray
     minus_size: np.ndarray
     dyadic: bool = False
+    identity: bool = False  # the leaf order is 0..n-1
 
     def kernel_args(self):
         return (
@@ -123,6 +124,7 @@ def _build_plan(tree, order):
         plus_size=sizes[is_coef].astype(np.intp),
         minus_size=m.astype(np.intp),
         dyadic=_is_perfect_binary(tree, first_leaf, cnode, cplus),
+        identity=bool(np.array_equal(tree.leaf_order, np.arange(tree.n_points))),
     )
 
 
@@ -270,7 +272,7 @@ def _apply_along(X, plan, axis, inverse, out=None):
     serial = X.size < _SERIAL_SIZE or numba.get_num_threads() == 1
     n_threads = 1 if serial else numba.get_num_threads()
     if B < _kernels._MIN_CONTIGUOUS and n >= _LANE_MIN_N:
-        args = (inverse, plan.dyadic, *plan.kernel_args())
+        args = (inverse, plan.dyadic, plan.identity, *plan.kernel_args())
         n_lanes = A * B
         long_lanes = plan.dyadic and B == 1 and n > _row_kernels.CHUNKED
         if long_lanes and n_lanes < n_threads and not serial:
@@ -279,7 +281,7 @@ def _apply_along(X, plan, axis, inverse, out=None):
             for a in range(A):
                 lane = slice(a * n, (a + 1) * n)
                 _run_parallel(_row_kernels.dyadic_long_lane, flat[lane], oflat[lane], inverse,
-                              plan.leaf_order, plan.wplus, plan.wminus, n_tasks)  # fmt: skip
+                              plan.identity, plan.leaf_order, plan.wplus, plan.wminus, n_tasks)  # fmt: skip
             return out
         if serial:
             _row_kernels.haar_lanes_range(flat, oflat, n, B, 0, n_lanes, *args)
