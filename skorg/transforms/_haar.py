@@ -281,7 +281,8 @@ def _apply_along(X, plan, axis, inverse, out=None):
             for a in range(A):
                 lane = slice(a * n, (a + 1) * n)
                 _run_parallel(_row_kernels.dyadic_long_lane, flat[lane], oflat[lane], inverse,
-                              plan.identity, plan.leaf_order, plan.wplus, plan.wminus, n_tasks)  # fmt: skip
+                              plan.identity, plan.leaf_order, plan.wplus, plan.wminus,
+                              n_tasks)  # fmt: skip
             return out
         if serial:
             _row_kernels.haar_lanes_range(flat, oflat, n, B, 0, n_lanes, *args)
