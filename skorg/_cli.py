@@ -409,7 +409,7 @@ def _warmup(args):
 
 
 COMPILE_NOTE = (
-    "skorg: first run: compiling the numba kernels (once, typically 10-60 s; "
+    "skorg: first run: compiling the numba kernels it needs (once; seconds to a few minutes; "
     "`skorg warmup` does it ahead of time)"
 )
 
