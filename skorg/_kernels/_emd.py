@@ -274,30 +274,3 @@ def pairwise_l1_sym_serial(F, tile_i, tile_j, tile, chunk, out):
     """:func:`pairwise_l1_sym` without a parallel region (same sums, same order)."""
     for p in range(tile_i.shape[0]):
         _l1_tile(F, tile_i[p] * tile, tile_j[p] * tile, tile, chunk, out)
-
-
-@numba.njit(cache=True)
-def upper_triangle(D):
-    """The strict upper triangle of a square matrix, row by row."""
-    m = D.shape[0]
-    out = np.empty(m * (m - 1) // 2, dtype=D.dtype)
-    t = 0
-    for i in range(m):
-        for j in range(i + 1, m):
-            out[t] = D[i, j]
-            t += 1
-    return out
-
-
-@numba.njit(cache=True)
-def symmetric_from_upper(tri, m, diagonal):
-    """The symmetric (m, m) matrix whose strict upper triangle, row by row, is ``tri``."""
-    out = np.empty((m, m), dtype=tri.dtype)
-    t = 0
-    for i in range(m):
-        out[i, i] = diagonal
-        for j in range(i + 1, m):
-            out[i, j] = tri[t]
-            out[j, i] = tri[t]
-            t += 1
-    return out

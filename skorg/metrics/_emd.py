@@ -34,8 +34,6 @@ _BLOCK_FEATURES = 512
 # a compiled kernel would be faster, but compiling it costs seconds on the first call of a
 # fresh install, far more than such a call (a fit on a small matrix compiles nothing).
 _NUMPY_MAX_WORK = 1 << 22
-# Matrices up to this side take their triangles by NumPy boolean masks (m^2 bytes).
-_NUMPY_MAX_SIDE = 4096
 
 
 # --------------------------------------------------------------------------- helpers
@@ -195,10 +193,10 @@ def _add_pairwise_l1(F, out):
     """out += pairwise cityblock distances between the rows of F (float64 accumulation)."""
     m, k = F.shape
     if m * m * k // 2 < _NUMPY_MAX_WORK:
-        from scipy.spatial.distance import pdist
+        from scipy.spatial.distance import pdist, squareform
 
         # SciPy's C loop, in float64: the same distances to rounding, and nothing to compile
-        out += _symmetric(pdist(F.astype(np.float64, copy=False), "cityblock"), m, 0.0)
+        out += squareform(pdist(F.astype(np.float64, copy=False), "cityblock"))
         return
     if numba.get_num_threads() == 1 or m * m * k // 2 < _PARALLEL_MIN_WORK:
         ti, tj, tile = _tile_pairs(m, 1)
@@ -784,30 +782,14 @@ def _symmetric_dual_affinity(d, epsilon):
     total = m * m
     ranks = [total // 2] if total % 2 else [total // 2 - 1, total // 2]
     picks = sorted({(r - m) // 2 for r in ranks if r >= m})
-    tri = _upper(d)
+    from scipy.spatial.distance import squareform
+
+    tri = squareform(d, checks=False)  # the strict upper triangle, row by row
     # the selection may reorder its input: give it a copy, tri is needed in row order below
     found = dict(zip(picks, order_statistics(tri.copy(), picks))) if picks else {}
     values = [found[(r - m) // 2] if r >= m else 0.0 for r in ranks]
     scale = _dual_scale(epsilon, sum(values) / len(values))
     # the same elementwise expression as dual_affinity, on the triangle only, then mirrored
-    return _symmetric(np.exp(-tri / scale), m, 1.0)
-
-
-def _upper(d):
-    """The strict upper triangle of a square matrix, row by row."""
-    m = d.shape[0]
-    if m <= _NUMPY_MAX_SIDE:
-        return d[np.triu(np.ones((m, m), dtype=bool), 1)]
-    return _k.upper_triangle(d)
-
-
-def _symmetric(tri, m, diagonal):
-    """The symmetric (m, m) matrix with strict upper triangle ``tri`` (row by row)."""
-    if m > _NUMPY_MAX_SIDE:
-        return _k.symmetric_from_upper(tri, m, diagonal)
-    mask = np.triu(np.ones((m, m), dtype=bool), 1)
-    out = np.empty((m, m), dtype=tri.dtype)
-    out[mask] = tri
-    out.T[mask] = tri  # the transpose's row-major walk visits (i, j) in the same order
-    np.fill_diagonal(out, diagonal)
-    return out
+    A = squareform(np.exp(-tri / scale), checks=False)
+    np.fill_diagonal(A, 1.0)
+    return A

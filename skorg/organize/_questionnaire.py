@@ -530,9 +530,9 @@ def questionnaire(
         reuse = source_trees is initial_trees
         # everything this step reads: the trees of the EMD, and for "select" the current trees
         # along which the candidates' compression is measured
-        key = (others, [t if a != axis else None for a, t in enumerate(trees)])
-        if methods[axis] != "select":
-            key = (others, None)
+        key = tuple(others)
+        if methods[axis] == "select":
+            key += tuple(t if a != axis else None for a, t in enumerate(trees))
         if reuse and axis in from_initial:  # the same inputs as in an earlier sweep
             d, A, tree = from_initial[axis]
         elif _same_trees(last_inputs.get(axis), key):
@@ -626,19 +626,14 @@ def _emd_feature_dtype(emd_dtype, shape, axis, others):
 
 
 def _same_trees(key_a, key_b):
-    """Whether two steps' inputs ((EMD trees, selection trees), None for unused) are equal,
-    tree for tree, leaf orders included."""
-    if key_a is None or key_b is None:
+    """Whether two steps read the same trees (tuples with None for unused axes), tree for
+    tree, leaf orders included."""
+    if key_a is None or len(key_a) != len(key_b):
         return False
-    for list_a, list_b in zip(key_a, key_b, strict=True):
-        if (list_a is None) != (list_b is None):
-            return False
-        if list_a is None:
-            continue
-        for a, b in zip(list_a, list_b, strict=True):
-            if (a is None) != (b is None) or (a is not None and not a == b):
-                return False
-    return True
+    return all(
+        (a is None and b is None) or (a is not None and b is not None and a == b)
+        for a, b in zip(key_a, key_b)
+    )
 
 
 def _tree_methods(value, ndim, sparse, default=False):

@@ -452,21 +452,20 @@ def test_small_pairwise_sums_equal_the_kernel(rng, monkeypatch, dtype):
 
 
 @pytest.mark.parametrize("m", [1, 2, 5, 64])
-def test_triangles_equal_the_kernels(rng, m, monkeypatch):
-    from skorg.metrics import _emd
+def test_symmetric_dual_affinity_is_exp_of_the_triangle_mirrored(rng, m):
+    from skorg.metrics._emd import _symmetric_dual_affinity
 
     d = rng.random((m, m))
     d = d + d.T
-    tri = _emd._upper(d)
-    np.testing.assert_array_equal(tri, kernels.upper_triangle(d))
-    np.testing.assert_array_equal(
-        _emd._symmetric(tri, m, 1.0), kernels.symmetric_from_upper(tri, m, 1.0)
-    )
-    monkeypatch.setattr(_emd, "_NUMPY_MAX_SIDE", 0)  # the kernels' side of the switch
-    np.testing.assert_array_equal(_emd._upper(d), tri)
-    np.testing.assert_array_equal(
-        _emd._symmetric(tri, m, 1.0), kernels.symmetric_from_upper(tri, m, 1.0)
-    )
+    np.fill_diagonal(d, 0.0)
+    A = _symmetric_dual_affinity(d, 1.0)
+    pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]  # row by row
+    upper = np.array([d[i, j] for i, j in pairs])
+    scale = np.median(d) if np.median(d) != 0 else 1.0
+    expected = np.eye(m)
+    for (i, j), value in zip(pairs, np.exp(-upper / scale)):
+        expected[i, j] = expected[j, i] = value
+    np.testing.assert_array_equal(A, expected)
 
 
 def test_n_jobs_gives_identical_results_on_the_compiled_path(rng):

@@ -213,11 +213,11 @@ def test_same_trees_compares_every_tree_and_its_leaf_order():
     from skorg.trees import dyadic_tree
 
     a, b = dyadic_tree(8), dyadic_tree(np.array([1, 0, 2, 3, 4, 5, 6, 7]))
-    assert _same_trees(([None, a], None), ([None, dyadic_tree(8)], None))
-    assert not _same_trees(([None, a], None), ([None, b], None))  # other leaf order
-    assert not _same_trees(([None, a], None), ([a, None], None))
-    assert not _same_trees(([None, a], None), ([None, a], [None, a]))
-    assert not _same_trees(None, ([None, a], None))
+    assert _same_trees((None, a), (None, dyadic_tree(8)))
+    assert not _same_trees((None, a), (None, b))  # other leaf order
+    assert not _same_trees((None, a), (a, None))
+    assert not _same_trees((None, a), (None, a, None, a))  # with the selection's trees
+    assert not _same_trees(None, (None, a))
 
 
 def test_auto_emd_dtype_is_float32_exactly_on_large_steps(reference, monkeypatch):
