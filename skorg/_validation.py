@@ -74,7 +74,7 @@ def check_finite_array(
         bad = np.isinf(arr)
         what = "infinite values"
     elif np.isfinite(finite_peak(arr)):
-        return arr  # two reductions, no temporary array of the size of the data
+        return arr  # no temporary array of the size of the data (finite_peak)
     else:
         bad = ~np.isfinite(arr)
         what = "NaN or infinite values"
@@ -84,7 +84,8 @@ def check_finite_array(
 
 
 def finite_peak(X):
-    """``max |X|`` from two reductions, without a temporary the size of X.
+    """``max |X|`` without a temporary the size of X: one compiled pass over a large
+    contiguous float array, two NumPy reductions otherwise.
 
     NaN when X holds a NaN, infinity when it holds an infinity (but no NaN), 0.0 when it
     is empty; so ``np.isfinite(finite_peak(X))`` is ``np.all(np.isfinite(X))``. A SciPy
@@ -99,12 +100,49 @@ def finite_peak(X):
     X = np.asarray(X)
     if X.size == 0:
         return 0.0
+    if (
+        X.dtype in _PEAK_BITS
+        and X.size >= _PEAK_BITS[X.dtype][2]
+        and (X.flags.c_contiguous or X.flags.f_contiguous)
+    ):
+        return _peak_of_bits(X)
     # the ufunc reductions themselves: np.max's wrapper costs microseconds on small arrays
     hi = float(np.maximum.reduce(X, axis=None))
     lo = float(np.minimum.reduce(X, axis=None))
     if hi != hi or lo != lo:  # NaN propagates through max and min
         return float("nan")
     return max(hi, -lo)
+
+
+# Large float arrays have their peak found in one pass by a compiled kernel
+# (skorg._kernels._peak), on all threads from _PEAK_PARALLEL_MIN values: NumPy's two
+# reductions read an array twice, which costs as much as a Haar transform once the array
+# leaves the cache. Smaller ones use NumPy's reductions (as fast in cache, and nothing to
+# compile on a first call). float dtype -> (integer view, sign bit off, kernel from this size;
+# the float32 kernel widens to 64-bit lanes, so it pays only beyond L2)
+_PEAK_BITS = {
+    np.dtype(np.float64): (np.int64, np.int64(0x7FFFFFFFFFFFFFFF), 1 << 18),
+    np.dtype(np.float32): (np.int32, np.int32(0x7FFFFFFF), 1 << 20),
+}
+_PEAK_PARALLEL_MIN = 1 << 21
+
+
+def _peak_of_bits(X):
+    """:func:`finite_peak` of a contiguous float array, in one pass over its bit patterns."""
+    import numba
+
+    from ._kernels import _peak
+
+    view, mask, _ = _PEAK_BITS[X.dtype]
+    bits = X.reshape(-1, order="F" if not X.flags.c_contiguous else "C").view(view)
+    n_threads = numba.get_num_threads()
+    if X.size < _PEAK_PARALLEL_MIN or n_threads == 1:
+        top = _peak.peak_bits_serial(bits, mask)
+    else:
+        parts = np.empty(n_threads, dtype=view)
+        _peak.peak_bits(bits, mask, parts)
+        top = parts.max()
+    return float(np.array([top], dtype=view).view(X.dtype)[0])
 
 
 def check_tree_for_axis(tree, n, name="tree", axis_name="rows"):

@@ -44,6 +44,7 @@ def kernels_cached():
 def _calls():
     import numpy as np
 
+    from ._validation import finite_peak
     from .organize import QuestionnaireOrganizer
     from .transforms import (
         haar_transform,
@@ -70,6 +71,9 @@ def _calls():
                     Y = np.take(X, np.arange(m), axis=axis)
                     tree = dyadic_tree(m)
                     inverse_haar_transform(haar_transform(Y, tree, axis=axis), tree, axis=axis)
+            # the one-pass peak of the input checks (serial, and parallel from 2^21 values)
+            for size in (1 << 20, 1 << 21):
+                finite_peak(np.zeros(size, dtype=dtype))
             T = rng.normal(size=(6, 8, 16)).astype(dtype)
             trees = [dyadic_tree(k) for k in T.shape]
             inverse_multi_haar_transform(multi_haar_transform(T, trees), trees)

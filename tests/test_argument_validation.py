@@ -113,3 +113,48 @@ def test_finite_peak_is_the_largest_magnitude_without_temporaries():
     assert finite_peak(coo) == 6.0 and coo.nnz == 3
     assert finite_peak(sp.csr_matrix((3, 3))) == 0.0
     assert pow2_scale(X * 2.0**600) == 2.0 ** -(int(np.frexp(np.max(np.abs(X)) * 2.0**600)[1]))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [(1 << 20) + 3, (1 << 21) + 5])
+def test_the_one_pass_peak_kernel_equals_the_two_reductions(dtype, n):
+    # large contiguous float arrays take the compiled one-pass kernel (serial below 2**21
+    # values, parallel above); it must give what max and min give, bit for bit
+    from skorg import _validation
+    from skorg._validation import finite_peak
+
+    assert n >= _validation._PEAK_BITS[np.dtype(dtype)][2]
+
+    def two_reductions(Y):
+        hi, lo = float(np.max(Y)), float(np.min(Y))
+        return float("nan") if hi != hi or lo != lo else max(hi, -lo)
+
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal(n).astype(dtype)
+    info = np.finfo(dtype)
+    cases = {"normal": X, "negative peak last": np.append(X[:-1], -info.max)}
+    for name, where, value in (
+        ("inf", 5, np.inf),
+        ("-inf", n - 1, -np.inf),
+        ("nan", 0, np.nan),
+        ("nan last", n - 1, np.nan),
+    ):
+        Y = X.copy()
+        Y[where] = value
+        cases[name] = Y
+    Y = X.copy()
+    Y[7], Y[n // 2] = -np.inf, np.nan
+    cases["inf and nan"] = Y
+    cases["negative zeros"] = np.full(n, -0.0, dtype=dtype)
+    cases["subnormal"] = np.full(n, info.smallest_subnormal, dtype=dtype)
+    for name, Y in cases.items():
+        before = Y.copy()
+        got, expected = finite_peak(Y), two_reductions(Y)
+        assert got == expected or (np.isnan(got) and np.isnan(expected)), name
+        np.testing.assert_array_equal(Y, before)  # the argument is not changed
+    # Fortran order takes the kernel too; a strided view and a byte-swapped array do not
+    M = np.asfortranarray(X[: n - n % 8].reshape(-1, 8))
+    assert finite_peak(M) == two_reductions(M)
+    assert finite_peak(X[::3]) == two_reductions(X[::3])
+    swapped = X.astype(X.dtype.newbyteorder(">"))
+    assert finite_peak(swapped) == two_reductions(X)

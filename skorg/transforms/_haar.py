@@ -193,7 +193,7 @@ def _check_data(X, name="X", min_ndim=1):
         raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {X.shape}.")
     if X.size == 0:
         raise ValueError(f"{name} is empty (shape {X.shape}); every axis needs at least one entry.")
-    peak = finite_peak(X)  # two reductions: no temporary of the size of X
+    peak = finite_peak(X)  # one pass (or two reductions): no temporary of the size of X
     if not np.isfinite(peak):
         raise ValueError(
             f"{name} contains NaN or infinity; the Haar transform needs finite values."

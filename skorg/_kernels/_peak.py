@@ -1,0 +1,43 @@
+"""The largest magnitude of a float array, and whether it is finite, in one pass.
+
+The array is read as its IEEE-754 bit patterns (int64 for float64, int32 for
+float32) with the sign bit masked off. For such non-negative patterns the
+integer order is the order of the magnitudes, and every infinity or NaN sorts
+above every finite value (its exponent field is all ones); NaN sorts above
+infinity (a non-zero mantissa). An integer maximum is exact, needs no
+floating-point flags, and vectorizes; two NumPy reductions (maximum, minimum)
+read the array twice.
+"""
+
+import numba
+import numpy as np
+from numba import prange
+
+from ._emd import _split
+
+
+@numba.njit(cache=True)
+def _peak_bits_range(bits, mask, lo, hi):
+    peak = bits[lo] & mask
+    for i in range(lo + 1, hi):
+        v = bits[i] & mask
+        if v > peak:
+            peak = v
+    return peak
+
+
+@numba.njit(cache=True)
+def peak_bits_serial(bits, mask):
+    """``max(bits & mask)`` over a non-empty 1-D integer array."""
+    return _peak_bits_range(bits, mask, 0, bits.shape[0])
+
+
+@numba.njit(parallel=True, cache=True)
+def peak_bits(bits, mask, out):
+    """``out[p]`` = the largest masked pattern of part ``p`` of ``bits`` (``out.shape[0]``
+    contiguous parts, each non-empty)."""
+    n_parts = out.shape[0]
+    for p in prange(n_parts):
+        # int64 throughout: a uint64 loop index would make the bounds float64
+        lo, hi = _split(np.int64(bits.shape[0]), np.int64(n_parts), np.int64(p))
+        out[p] = _peak_bits_range(bits, mask, lo, hi)
