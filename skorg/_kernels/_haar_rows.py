@@ -451,25 +451,206 @@ def _dyadic_inverse_block(C, out, s0, B, W, leaf_order, wplus, wminus, scale0, T
 
 
 @numba.njit(cache=True)
-def dyadic_blocks_range(X, out, n, B, width, lo, hi, inverse, leaf_order, wplus, wminus):
-    """Transform column blocks lo..hi-1 (block g: ``width`` columns of one ``a``)."""
+def _pair_rows(ra, rb, y, dst, wp, wm, W):
+    """One folder of a level across W columns: ``dst`` gets the sums of rows ``ra`` and ``rb``,
+    ``y`` their coefficients (as in ``_pair_level``, lane by lane)."""
+    for q in range(W):
+        a = np.float64(ra[q])
+        b = np.float64(rb[q])
+        s = a + b
+        y[q] = wp * b - wm * (s - b)
+        dst[q] = s
+
+
+@numba.njit(cache=True)
+def _unpair_rows(ck, v, ya, yb, wp, wm, W):
+    """One folder of an inverse level across W columns: its children's rows from its total
+    ``v`` and coefficient row ``ck``."""
+    for q in range(W):
+        c = np.float64(ck[q])
+        t = v[q]
+        ya[q] = -(wm * c) + t
+        yb[q] = wp * c + t
+
+
+@numba.njit(cache=True)
+def _forward_block_subtrees(X, out, s0, B, W, leaf_order, wplus, wminus, T, U, TOP, chunk,
+                            c0, c1):  # fmt: skip
+    """The levels within subtrees c0..c1-1 of ``chunk`` leaves of one column block (a power
+    of two, at least 2, that divides n); subtree c's sum to ``TOP[c]``.
+
+    Each subtree's levels run on two buffers of ``chunk / 2`` rows, which stay in L2
+    whatever n is. The sums and coefficients are those of the level-by-level kernel, bit
+    for bit (the same additions of the same pairs); only their order in time differs.
+    """
+    n = leaf_order.shape[0]
+    for c in range(c0, c1):
+        off = c * chunk
+        h = chunk >> 1
+        H = n >> 1
+        k = H + c * h
+        for j in range(h):
+            pa = s0 + leaf_order[off + 2 * j] * B
+            pb = s0 + leaf_order[off + 2 * j + 1] * B
+            py = s0 + (k + j) * B
+            row = TOP[c, :W] if h == 1 else T[j, :W]  # a subtree of two leaves: its sum
+            _pair_rows(X[pa : pa + W], X[pb : pb + W], out[py : py + W], row,
+                       wplus[k - 1 + j], wminus[k - 1 + j], W)  # fmt: skip
+        src = T
+        dst = U
+        h >>= 1
+        H >>= 1
+        while h >= 1:
+            k = H + c * h
+            for j in range(h):
+                py = s0 + (k + j) * B
+                row = TOP[c, :W] if h == 1 else dst[j, :W]
+                _pair_rows(src[2 * j, :W], src[2 * j + 1, :W], out[py : py + W], row,
+                           wplus[k - 1 + j], wminus[k - 1 + j], W)  # fmt: skip
+            src, dst = dst, src
+            h >>= 1
+            H >>= 1
+
+
+@numba.njit(cache=True)
+def _forward_block_top(out, s0, B, W, wplus, wminus, scale0, TOP, TOP2, n_chunks):
+    """The levels above the subtrees of one column block, from their sums ``TOP``."""
+    src = TOP
+    dst = TOP2
+    h = n_chunks >> 1
+    while h >= 1:
+        for j in range(h):
+            py = s0 + (h + j) * B
+            _pair_rows(src[2 * j, :W], src[2 * j + 1, :W], out[py : py + W], dst[j, :W],
+                       wplus[h - 1 + j], wminus[h - 1 + j], W)  # fmt: skip
+        src, dst = dst, src
+        h >>= 1
+    y = out[s0 : s0 + W]
+    t0 = src[0, :W]
+    for q in range(W):
+        y[q] = t0[q] * scale0
+
+
+@numba.njit(cache=True)
+def _inverse_block_top(C, s0, B, W, wplus, wminus, scale0, TOP, TOP2, n_chunks):
+    """The totals of the subtrees' roots of one column block; returns the buffer."""
+    c0 = C[s0 : s0 + W]
+    t0 = TOP[0, :W]
+    for q in range(W):
+        t0[q] = np.float64(c0[q]) * scale0
+    src = TOP
+    dst = TOP2
+    h = 1
+    while h < n_chunks:
+        for j in range(h):
+            pc = s0 + (h + j) * B
+            _unpair_rows(C[pc : pc + W], src[j, :W], dst[2 * j, :W], dst[2 * j + 1, :W],
+                         wplus[h - 1 + j], wminus[h - 1 + j], W)  # fmt: skip
+        src, dst = dst, src
+        h <<= 1
+    return src
+
+
+@numba.njit(cache=True)
+def _inverse_block_subtrees(C, out, s0, B, W, leaf_order, wplus, wminus, T, U, totals, chunk,
+                            c0, c1):  # fmt: skip
+    """The levels within subtrees c0..c1-1 of one column block, from their roots' totals,
+    the last level straight to the output."""
+    n_chunks = totals.shape[0]
+    for c in range(c0, c1):
+        a = T
+        b = U
+        t0 = a[0, :W]
+        tc = totals[c, :W]
+        for q in range(W):
+            t0[q] = tc[q]
+        h = 1
+        H = n_chunks
+        while h < chunk >> 1:
+            k = H + c * h
+            for j in range(h):
+                pc = s0 + (k + j) * B
+                _unpair_rows(C[pc : pc + W], a[j, :W], b[2 * j, :W], b[2 * j + 1, :W],
+                             wplus[k - 1 + j], wminus[k - 1 + j], W)  # fmt: skip
+            a, b = b, a
+            h <<= 1
+            H <<= 1
+        k = H + c * h
+        off = c * chunk
+        for j in range(h):
+            pc = s0 + (k + j) * B
+            pa = s0 + leaf_order[off + 2 * j] * B
+            pb = s0 + leaf_order[off + 2 * j + 1] * B
+            _unpair_rows(C[pc : pc + W], a[j, :W], out[pa : pa + W], out[pb : pb + W],
+                         wplus[k - 1 + j], wminus[k - 1 + j], W)  # fmt: skip
+
+
+@numba.njit(cache=True)
+def dyadic_blocks_range(X, out, n, B, width, chunk, lo, hi, inverse, leaf_order, wplus, wminus):
+    """Transform column blocks lo..hi-1 (block g: ``width`` columns of one ``a``).
+
+    With ``chunk < n`` the levels run subtree by subtree of ``chunk`` leaves, in buffers of
+    ``chunk / 2`` rows that stay in L2 (level by level they would be ``n / 2`` rows).
+    """
     scale0 = 1.0 / np.sqrt(n)
-    T = np.empty((max(n >> 1, 1), width), dtype=np.float64)
-    U = np.empty((max(n >> 1, 1), width), dtype=np.float64)
+    chunked = chunk < n
+    rows = chunk >> 1 if chunked else max(n >> 1, 1)
+    T = np.empty((rows, width), dtype=np.float64)
+    U = np.empty((rows, width), dtype=np.float64)
+    n_top = n // chunk if chunked else 1
+    TOP = np.empty((n_top, width), dtype=np.float64)
+    TOP2 = np.empty((n_top, width), dtype=np.float64)
     per_a = (B + width - 1) // width
     for g in range(lo, hi):
         a = g // per_a
         b0 = (g % per_a) * width
         W = min(width, B - b0)
         s0 = a * n * B + b0
-        if inverse:
+        if chunked and inverse:
+            totals = _inverse_block_top(X, s0, B, W, wplus, wminus, scale0, TOP, TOP2, n_top)
+            _inverse_block_subtrees(X, out, s0, B, W, leaf_order, wplus, wminus, T, U, totals,
+                                    chunk, 0, n_top)  # fmt: skip
+        elif chunked:
+            _forward_block_subtrees(X, out, s0, B, W, leaf_order, wplus, wminus, T, U, TOP,
+                                    chunk, 0, n_top)  # fmt: skip
+            _forward_block_top(out, s0, B, W, wplus, wminus, scale0, TOP, TOP2, n_top)
+        elif inverse:
             _dyadic_inverse_block(X, out, s0, B, W, leaf_order, wplus, wminus, scale0, T, U)
         else:
             _dyadic_forward_block(X, out, s0, B, W, leaf_order, wplus, wminus, scale0, T, U)
 
 
 @numba.njit(cache=True, parallel=True)
-def dyadic_blocks(X, out, n, B, width, n_blocks, inverse, leaf_order, wplus, wminus, n_tasks):
+def dyadic_blocks(X, out, n, B, width, chunk, n_blocks, inverse, leaf_order, wplus, wminus,
+                  n_tasks):  # fmt: skip
     for task in numba.prange(n_tasks):
         lo, hi = _split(task, n_tasks, n_blocks)
-        dyadic_blocks_range(X, out, n, B, width, lo, hi, inverse, leaf_order, wplus, wminus)
+        dyadic_blocks_range(X, out, n, B, width, chunk, lo, hi, inverse, leaf_order, wplus,
+                            wminus)  # fmt: skip
+
+
+@numba.njit(cache=True, parallel=True)
+def dyadic_block_subtrees(X, out, s0, B, W, chunk, inverse, leaf_order, wplus, wminus, n_tasks):
+    """One column block (``W`` columns from flat offset ``s0``) with its subtrees split over
+    tasks, for fewer blocks than threads: the levels above the subtrees run on the calling
+    thread (after the subtrees forward, before them inverse)."""
+    n = leaf_order.shape[0]
+    n_top = n // chunk
+    scale0 = 1.0 / np.sqrt(n)
+    TOP = np.empty((n_top, W), dtype=np.float64)
+    TOP2 = np.empty((n_top, W), dtype=np.float64)
+    totals = TOP
+    if inverse:
+        totals = _inverse_block_top(X, s0, B, W, wplus, wminus, scale0, TOP, TOP2, n_top)
+    for task in numba.prange(n_tasks):
+        c0, c1 = _split(task, n_tasks, n_top)
+        T = np.empty((chunk >> 1, W), dtype=np.float64)
+        U = np.empty((chunk >> 1, W), dtype=np.float64)
+        if inverse:
+            _inverse_block_subtrees(X, out, s0, B, W, leaf_order, wplus, wminus, T, U, totals,
+                                    chunk, c0, c1)  # fmt: skip
+        else:
+            _forward_block_subtrees(X, out, s0, B, W, leaf_order, wplus, wminus, T, U, TOP,
+                                    chunk, c0, c1)  # fmt: skip
+    if not inverse:
+        _forward_block_top(out, s0, B, W, wplus, wminus, scale0, TOP, TOP2, n_top)

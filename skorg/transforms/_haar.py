@@ -238,16 +238,25 @@ _SERIAL_SIZE = 1 << 20
 # shorter ones go 64 at a time through the transposed blocks of skorg._kernels._haar, whose
 # buffers (3 n x 64 float64) stay in L2 up to here and which are faster on short lanes
 _LANE_MIN_N = 256
-# columns per block of the lifting kernel along an axis with a long trailing run (long row
-# segments for the prefetcher), fewer when the two level buffers of a task (n x width
-# float64) would pass _BLOCK_BYTES, but never under 16 (whole cache lines)
-_BLOCK_WIDTH = 256
-_BLOCK_BYTES = 32 << 20
+# The lifting kernel along an axis with a long trailing run (axis 0 of a C-ordered matrix)
+# takes blocks of up to _BLOCK_WIDTH columns: whole rows up to there, so that every row is
+# read and written as one contiguous run. Its levels run subtree by subtree (see
+# skorg._kernels._haar_rows): subtrees of the largest power of two of leaves, up to
+# _MAX_CHUNK, whose two level buffers (chunk x width float64) stay within _CHUNK_BYTES
+# (L2); the levels above the subtrees touch 1 / chunk of the data.
+_BLOCK_WIDTH = 4096
+_MAX_CHUNK = 128
+_CHUNK_BYTES = 1 << 20
 
 
-def _block_width(n, B):
-    width = min(_BLOCK_WIDTH, max(16, _BLOCK_BYTES // (8 * n) // 16 * 16))
-    return min(width, B)
+def _block_plan(n, B):
+    """``(width, chunk)`` of the column-block kernel: ``chunk == n`` runs level by level."""
+    width = min(_BLOCK_WIDTH, B)
+    chunk = min(_MAX_CHUNK, max(2, _CHUNK_BYTES // (8 * width)))
+    chunk = 1 << (chunk.bit_length() - 1)  # a power of two
+    if n < 2 * chunk or n % chunk:  # small (or not a power of two): level by level
+        chunk = n
+    return width, chunk
 
 
 def _apply_along(X, plan, axis, inverse, out=None):
@@ -291,15 +300,25 @@ def _apply_along(X, plan, axis, inverse, out=None):
             _run_parallel(_row_kernels.haar_lanes, flat, oflat, n, B, n_lanes, *args, n_tasks)
         return out
     if plan.dyadic and B >= _kernels._MIN_CONTIGUOUS:
-        width = _block_width(n, B)
-        n_blocks = A * ((B + width - 1) // width)
+        width, chunk = _block_plan(n, B)
+        per_a = (B + width - 1) // width
+        n_blocks = A * per_a
         args = (inverse, plan.leaf_order, plan.wplus, plan.wminus)
+        if not serial and n_blocks < n_threads and chunk < n:
+            # too few blocks to share out: share the subtrees of each block instead
+            n_tasks = min(n // chunk, _kernels._TASKS_PER_THREAD * n_threads)
+            for g in range(n_blocks):
+                b0 = (g % per_a) * width
+                s0 = (g // per_a) * n * B + b0
+                _run_parallel(_row_kernels.dyadic_block_subtrees, flat, oflat, s0, B,
+                              min(width, B - b0), chunk, *args, n_tasks)  # fmt: skip
+            return out
         if serial:
-            _row_kernels.dyadic_blocks_range(flat, oflat, n, B, width, 0, n_blocks, *args)
+            _row_kernels.dyadic_blocks_range(flat, oflat, n, B, width, chunk, 0, n_blocks, *args)
         else:
             n_tasks = min(n_blocks, _kernels._TASKS_PER_THREAD * n_threads)
-            _run_parallel(_row_kernels.dyadic_blocks, flat, oflat, n, B, width, n_blocks, *args,
-                          n_tasks)  # fmt: skip
+            _run_parallel(_row_kernels.dyadic_blocks, flat, oflat, n, B, width, chunk, n_blocks,
+                          *args, n_tasks)  # fmt: skip
         return out
     if serial:
         if inverse:
@@ -464,16 +483,18 @@ def haar_transform(X, tree, *, axis=-1, order="bfs"):
 
     The memory access follows the layout: long vectors along a short trailing run (rows of a
     C-ordered matrix) are transformed one at a time in cache, in parallel over vectors (or,
-    for fewer vectors than threads, over subtrees); across rows whole row segments are
-    combined; Fortran-ordered input is transformed as its transpose, without a copy, and
+    for fewer vectors than threads, over subtrees); across rows whole rows (up to 4096
+    values) are combined, subtree by subtree so that the level buffers stay in cache;
+    Fortran-ordered input is transformed as its transpose, without a copy, and
     gives Fortran-ordered output. On a perfect binary tree in ``"bfs"`` order the folder
     sums of a level are the pairwise sums of the level below (the lifting scheme), as for
     PyWavelets' ``wavedec(x, "haar")``, whose coefficients these are up to the sign of each
     detail. Every path does the same floating-point operations, so the coefficients do not
     depend on the layout or the number of threads. Working memory besides the output: per
-    thread, at most about ``max(32 MB, 128 n bytes)`` across rows and ``40 n`` bytes (plus
-    ``16`` per tree node) along rows; the 64-lane blocks used for short vectors and general
-    trees across rows hold ``512`` bytes per internal folder.
+    thread, at most about ``2 MB + n min(B, 4096) / 2`` bytes across rows (two L2-sized level
+    buffers and the sums of subtrees of at least 32 leaves, for ``B`` values per row) and
+    ``40 n`` bytes (plus ``16`` per tree node) along rows; the 64-lane blocks used for short
+    vectors and general trees across rows hold ``512`` bytes per internal folder.
 
     References
     ----------

@@ -53,7 +53,9 @@ def _trees(n, rng):
 
 # (shape, axis): lanes one at a time (B == 1 and 1 < B < 16 with n >= 256), long lanes by
 # subtrees (n > 2^14; fewer lanes than threads: the subtrees in parallel), short lanes in
-# transposed blocks (n < 256), row segments (B >= 16), a 1-D vector
+# transposed blocks (n < 256), row segments (B >= 16; from n = 256 by subtrees, 2 and 16
+# of them here, and with fewer blocks than threads the subtrees in parallel; blocks of 4096
+# columns and a narrower last one), a 1-D vector
 LAYOUTS = [
     ((6, 512), 1),
     ((2, 1 << 15), 1),
@@ -61,6 +63,9 @@ LAYOUTS = [
     ((3, 256, 5), 1),
     ((40, 64), 1),
     ((512, 20), 0),
+    ((256, 17), 0),
+    ((2048, 40), 0),
+    ((256, 4200), 0),
     ((4, 64, 300), 1),
     ((1024,), 0),
 ]
@@ -144,10 +149,42 @@ def test_dyadic_tree_equals_pywavelets_haar(shape, axis, dtype):
         )
 
 
-def test_block_width_stays_within_the_buffer_budget():
-    for n in (2, 1024, 1 << 16, 1 << 20, 1 << 24):
-        for B in (16, 100, 10_000):
-            w = haar_module._block_width(n, B)
-            assert 1 <= w <= B
-            assert w == B or w >= 16
-            assert 8 * n * w <= haar_module._BLOCK_BYTES or w == min(16, B)
+def test_column_blocks_keep_their_level_buffers_in_l2():
+    for n in (2, 64, 256, 1024, 1 << 16, 1 << 20):
+        for B in (16, 100, 4096, 10_000, 1 << 20):
+            width, chunk = haar_module._block_plan(n, B)
+            assert 1 <= width <= min(B, haar_module._BLOCK_WIDTH)
+            assert width == B or width == haar_module._BLOCK_WIDTH  # whole rows up to there
+            if chunk < n:  # by subtrees: a power of two that divides n, buffers within L2
+                assert chunk >= 2 and chunk & (chunk - 1) == 0 and n % chunk == 0
+                assert 8 * chunk * width <= haar_module._CHUNK_BYTES
+            else:
+                assert chunk == n
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+def test_column_blocks_by_subtrees_equal_level_by_level(inverse):
+    # every subtree size, down to two leaves, gives the level-by-level sums bit for bit, in
+    # float64 and float32, for the identity and a shuffled leaf order, on the serial kernel
+    # and on the one that shares a block's subtrees out
+    from skorg._kernels import _haar_rows
+
+    rng = np.random.default_rng(5)
+    n, B = 512, 24
+    for dtype in (np.float64, np.float32):
+        X = rng.normal(size=(n, B)).astype(dtype)
+        for tree in (dyadic_tree(n), dyadic_tree(rng.permutation(n))):
+            plan = haar_module._get_plan(tree)
+            args = (inverse, plan.leaf_order, plan.wplus, plan.wminus)
+            expected = np.empty_like(X)
+            _haar_rows.dyadic_blocks_range(X.ravel(), expected.ravel(), n, B, 16, n, 0, 2, *args)
+            for chunk in (2, 4, 32, 256):
+                got = np.empty_like(X)
+                _haar_rows.dyadic_blocks_range(X.ravel(), got.ravel(), n, B, 16, chunk, 0, 2, *args)
+                np.testing.assert_array_equal(got, expected, err_msg=f"chunk {chunk}")
+                got = np.empty_like(X)
+                for b0 in (0, 16):
+                    _haar_rows.dyadic_block_subtrees(
+                        X.ravel(), got.ravel(), b0, B, min(16, B - b0), chunk, *args, 3
+                    )
+                np.testing.assert_array_equal(got, expected, err_msg=f"subtrees, chunk {chunk}")
