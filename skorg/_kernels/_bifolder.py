@@ -79,12 +79,20 @@ def bifolder_prefix_serial(Xv, order1, order2, t_inner, P):
     _prefix_range(Xv, order1, order2, t_inner, 0, Xv.shape[1] if t_inner else Xv.shape[2], P)
 
 
+# side of the square tiles in which a folder's features are transposed into the block
+_TRANSPOSE_TILE = 16
+
+
 @numba.njit(cache=True)
-def _block_features(P, start1, end1, scale1, f_lo, f_hi, start2, end2, scale2, Q, buf):
+def _block_features(P, start1, end1, scale1, f_lo, f_hi, start2, end2, scale2, Q, FT, buf):
     """Features of the folders ``f_lo:f_hi`` of the first tree times every folder of the
     second, into ``buf[:, :(f_hi - f_lo) * k2]`` (slice-major), as
     ``scale2[g] * (Q[end2[g]] - Q[start2[g]])`` with ``Q`` the running sum, along the
     second axis, of ``scale1[f] * (P[end1[f]] - P[start1[f]])``.
+
+    Each folder's features are made feature-major in ``FT`` (k2 x m, contiguous along the
+    slices: SIMD code) and then transposed into ``buf`` in square tiles; written straight
+    into ``buf`` they would go one slice, hence one cache line, at a time.
     """
     n2 = P.shape[1]
     m = P.shape[2]
@@ -100,12 +108,21 @@ def _block_features(P, start1, end1, scale1, f_lo, f_hi, start2, end2, scale2, Q
             for t in range(m):
                 Q[q + 1, t] = Q[q, t] + c1 * (P[e, q, t] - P[s, q, t])
         for g in range(k2):
-            sg = start2[g]
-            eg = end2[g]
+            qe = Q[end2[g]]
+            qs = Q[start2[g]]
             c2 = scale2[g]
+            row = FT[g]
             for t in range(m):
-                buf[t, col] = c2 * (Q[eg, t] - Q[sg, t])
-            col += 1
+                row[t] = c2 * (qe[t] - qs[t])
+        for g0 in range(0, k2, _TRANSPOSE_TILE):
+            g1 = min(g0 + _TRANSPOSE_TILE, k2)
+            for t0 in range(0, m, _TRANSPOSE_TILE):
+                t1 = min(t0 + _TRANSPOSE_TILE, m)
+                for t in range(t0, t1):
+                    out = buf[t, col + g0 : col + g1]
+                    for g in range(g1 - g0):
+                        out[g] = FT[g0 + g, t]
+        col += k2
 
 
 @numba.njit(fastmath=True, cache=True)
@@ -118,11 +135,12 @@ def _group(P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, a,
     acc = accs[a]
     b_lo, b_hi = _split(block_bounds.shape[0] - 1, accs.shape[0], a)
     Q = np.empty((P.shape[1] + 1, m), dtype=np.float64)
+    FT = np.empty((k2, m), dtype=buf.dtype)
     n_tiles = (m + tile - 1) // tile
     for b in range(b_lo, b_hi):
         f_lo = block_bounds[b]
         f_hi = block_bounds[b + 1]
-        _block_features(P, start1, end1, scale1, f_lo, f_hi, start2, end2, scale2, Q, buf)
+        _block_features(P, start1, end1, scale1, f_lo, f_hi, start2, end2, scale2, Q, FT, buf)
         # zero features up to a multiple of _PAD keep the inner loops on full SIMD vectors
         width = (f_hi - f_lo) * k2
         padded = min((width + _PAD - 1) // _PAD * _PAD, buf.shape[1])
