@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+import struct
 from numbers import Integral
 
+import numba
 import numpy as np
+
+from ._kernels import _peak
 
 __all__ = [
     "check_finite_array",
@@ -83,13 +87,16 @@ def check_finite_array(
     return arr
 
 
-def finite_peak(X):
+def finite_peak(X, *, compiled_from=None):
     """``max |X|`` without a temporary the size of X: one compiled pass over a large
     contiguous float array, two NumPy reductions otherwise.
 
     NaN when X holds a NaN, infinity when it holds an infinity (but no NaN), 0.0 when it
     is empty; so ``np.isfinite(finite_peak(X))`` is ``np.all(np.isfinite(X))``. A SciPy
     sparse matrix gives the peak of its entries (duplicates summed, the argument unchanged).
+    ``compiled_from``: the size from which the compiled pass is taken (default: where it
+    beats NumPy's reductions by enough to pay for its compilation on a first call); callers
+    that run compiled kernels anyway pass a smaller one, as the pass costs less per call.
     """
     if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse, without importing it
         Y = X.tocsr()
@@ -102,7 +109,7 @@ def finite_peak(X):
         return 0.0
     if (
         X.dtype in _PEAK_BITS
-        and X.size >= _PEAK_BITS[X.dtype][2]
+        and X.size >= (_PEAK_BITS[X.dtype][2] if compiled_from is None else compiled_from)
         and (X.flags.c_contiguous or X.flags.f_contiguous)
     ):
         return _peak_of_bits(X)
@@ -129,20 +136,19 @@ _PEAK_PARALLEL_MIN = 1 << 21
 
 def _peak_of_bits(X):
     """:func:`finite_peak` of a contiguous float array, in one pass over its bit patterns."""
-    import numba
-
-    from ._kernels import _peak
-
     view, mask, _ = _PEAK_BITS[X.dtype]
-    bits = X.reshape(-1, order="F" if not X.flags.c_contiguous else "C").view(view)
-    n_threads = numba.get_num_threads()
-    if X.size < _PEAK_PARALLEL_MIN or n_threads == 1:
+    bits = (X.reshape(-1) if X.flags.c_contiguous else X.reshape(-1, order="F")).view(view)
+    n_threads = numba.get_num_threads() if X.size >= _PEAK_PARALLEL_MIN else 1
+    if n_threads == 1:
         top = _peak.peak_bits_serial(bits, mask)
     else:
         parts = np.empty(n_threads, dtype=view)
         _peak.peak_bits(bits, mask, parts)
         top = parts.max()
-    return float(np.array([top], dtype=view).view(X.dtype)[0])
+    # the float with these bits (struct: a fraction of NumPy's cost on one value)
+    if view is np.int64:
+        return struct.unpack("<d", struct.pack("<q", int(top)))[0]
+    return struct.unpack("<f", struct.pack("<i", int(top)))[0]
 
 
 def check_tree_for_axis(tree, n, name="tree", axis_name="rows"):

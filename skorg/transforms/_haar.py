@@ -193,7 +193,9 @@ def _check_data(X, name="X", min_ndim=1):
         raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {X.shape}.")
     if X.size == 0:
         raise ValueError(f"{name} is empty (shape {X.shape}); every axis needs at least one entry.")
-    peak = finite_peak(X)  # one pass (or two reductions): no temporary of the size of X
+    # one compiled pass from a few thousand values (NumPy's two reductions cost more per
+    # call, and a transform compiles its kernels anyway): no temporary of the size of X
+    peak = finite_peak(X, compiled_from=_PEAK_COMPILED_FROM)
     if not np.isfinite(peak):
         raise ValueError(
             f"{name} contains NaN or infinity; the Haar transform needs finite values."
@@ -230,6 +232,8 @@ def _check_trees(trees, X, allow_none=True):
         _check_tree_matches(tree, X, ax, f"trees[{ax}]")
     return trees
 
+
+_PEAK_COMPILED_FROM = 4096
 
 # ---------------------------------------------------------------------- cores
 # below this many values the kernels run on the calling thread: waking the pool costs more
