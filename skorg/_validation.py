@@ -128,8 +128,8 @@ def finite_peak(X, *, compiled_from=None):
 # compile on a first call). float dtype -> (integer view, sign bit off, kernel from this size;
 # the float32 kernel widens to 64-bit lanes, so it pays only beyond L2)
 _PEAK_BITS = {
-    np.dtype(np.float64): (np.int64, np.int64(0x7FFFFFFFFFFFFFFF), 1 << 18),
-    np.dtype(np.float32): (np.int32, np.int32(0x7FFFFFFF), 1 << 20),
+    np.dtype(np.float64): (np.dtype(np.int64), np.int64(0x7FFFFFFFFFFFFFFF), 1 << 18),
+    np.dtype(np.float32): (np.dtype(np.int32), np.int32(0x7FFFFFFF), 1 << 20),
 }
 _PEAK_PARALLEL_MIN = 1 << 21
 
@@ -146,7 +146,7 @@ def _peak_of_bits(X):
         _peak.peak_bits(bits, mask, parts)
         top = parts.max()
     # the float with these bits (struct: a fraction of NumPy's cost on one value)
-    if view is np.int64:
+    if view.itemsize == 8:
         return struct.unpack("<d", struct.pack("<q", int(top)))[0]
     return struct.unpack("<f", struct.pack("<i", int(top)))[0]
 

@@ -187,7 +187,7 @@ def _check_data(X, name="X", min_ndim=1):
     X = np.asarray(X)
     if X.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}.")
-    if X.dtype not in (np.float32, np.float64):
+    if X.dtype != _FLOAT64 and X.dtype != _FLOAT32:
         X = X.astype(np.float64)
     if X.ndim < min_ndim:
         raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {X.shape}.")
@@ -196,7 +196,7 @@ def _check_data(X, name="X", min_ndim=1):
     # one compiled pass from a few thousand values (NumPy's two reductions cost more per
     # call, and a transform compiles its kernels anyway): no temporary of the size of X
     peak = finite_peak(X, compiled_from=_PEAK_COMPILED_FROM)
-    if not np.isfinite(peak):
+    if not math.isfinite(peak):
         raise ValueError(
             f"{name} contains NaN or infinity; the Haar transform needs finite values."
         )
@@ -234,6 +234,8 @@ def _check_trees(trees, X, allow_none=True):
 
 
 _PEAK_COMPILED_FROM = 4096
+_FLOAT64 = np.dtype(np.float64)
+_FLOAT32 = np.dtype(np.float32)
 
 # ---------------------------------------------------------------------- cores
 # below this many values the kernels run on the calling thread: waking the pool costs more
