@@ -14,11 +14,12 @@ the coefficients are equal bit for bit; only the memory access differs:
   canonical (BFS) coefficient order the folder sums of a level are the pairwise sums of the
   level below, and the kernel runs level by level over contiguous buffers (the lifting
   scheme: SIMD, no index arrays); on any other tree it goes through a buffer of every
-  node's sum.
-- ``dyadic_*_blocks``: a perfect binary tree along an axis with a long trailing run
+  node's sum, four vectors at a time (one node loop, its branches and index loads shared).
+- ``dyadic_blocks*``: a perfect binary tree along an axis with a long trailing run
   (``B`` large, e.g. axis 0 of a C-ordered matrix): ``W`` neighbouring columns at a time,
-  whole row segments combined pairwise level by level, so each input row is read once and
-  the sums of a level stream through two buffers.
+  whole row segments combined pairwise, subtree by subtree of ``chunk`` leaves (two level
+  buffers of ``chunk / 2`` rows), then the levels above the subtrees on their sums; each
+  input row is read once. ``chunk == n`` is one subtree: level by level.
 
 Sums are accumulated in float64 whatever the data dtype. ``lo`` / ``hi`` are lane or
 block ranges; the parallel wrappers split them into ``n_tasks`` tasks (the caller sets a
@@ -252,71 +253,15 @@ def dyadic_long_lane(x, y, inverse, identity, leaf_order, wplus, wminus, n_tasks
 
 
 @numba.njit(cache=True)
-def _tree_forward_lane(x, y, leaf_order, child_ptr, first_leaf, cnode, cplus, wplus, wminus,
-                       scale0, V):  # fmt: skip
-    """Coefficients of one vector on any tree: every node's sum in V, then the coefficients."""
-    n = leaf_order.shape[0]
-    for i in range(n):
-        V[first_leaf + i] = x[leaf_order[i]]
-    for node in range(first_leaf - 1, -1, -1):
-        c0 = child_ptr[node]
-        s = V[c0]
-        for c in range(c0 + 1, child_ptr[node + 1]):
-            s += V[c]
-        V[node] = s
-    y[0] = V[0] * scale0
-    prev = -1
-    a = 0.0
-    for k in range(cnode.shape[0]):
-        f = cnode[k]
-        v = V[cplus[k]]
-        if f != prev:
-            prev = f
-            a = v
-        else:
-            a += v
-        y[k + 1] = wplus[k] * v - wminus[k] * (V[f] - a)
-
-
-@numba.njit(cache=True)
-def _tree_inverse_lane(c, y, leaf_order, parent, first_leaf, cnode, cplus, clast, wplus, wminus,
-                       scale0, V):  # fmt: skip
-    """Data of one coefficient vector on any tree: node values, then totals pushed down."""
-    n_nodes = parent.shape[0]
-    for node in range(1, n_nodes):
-        p = parent[node]
-        if (node == 1 or parent[node - 1] != p) and (node == n_nodes - 1 or parent[node + 1] != p):
-            V[node] = 0.0
-    V[0] = np.float64(c[0]) * scale0
-    prev = -1
-    ng = 0.0
-    for k in range(cnode.shape[0]):
-        f = cnode[k]
-        ck = np.float64(c[k + 1])
-        if f != prev:
-            prev = f
-            V[cplus[k]] = wplus[k] * ck
-            ng = -(wminus[k] * ck)
-        else:
-            V[cplus[k]] = ng + wplus[k] * ck
-            ng -= wminus[k] * ck
-        last = clast[k]
-        if last >= 0:
-            V[last] = ng
-    for node in range(1, first_leaf):
-        V[node] += V[parent[node]]
-    for node in range(first_leaf, n_nodes):
-        y[leaf_order[node - first_leaf]] = V[node] + V[parent[node]]
-
-
-@numba.njit(cache=True)
 def _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_ptr, first_leaf, cnode,
                          cplus, wplus, wminus, scale0, V):  # fmt: skip
-    """``_tree_forward_lane`` on four lanes at once (point p of lane l at ``X[b_l + p * B]``).
+    """Coefficients of four vectors on any tree (point p of lane l at ``X[b_l + p * B]``):
+    every node's sum in ``V`` (4 values per node), then the coefficients.
 
     The node loop, its branches and the index loads are shared by the four lanes, whose
-    independent sums run side by side; every lane gets the one-lane kernel's operations in
-    its order, so the same coefficients bit for bit. ``V`` holds 4 values per node.
+    independent sums run side by side; each lane gets the block kernel's operations in its
+    order (folder sums child by child, coefficient ``k`` as
+    ``wplus[k] * v - wminus[k] * (S[f] - a)``), so the same coefficients bit for bit.
     """
     n = leaf_order.shape[0]
     for i in range(n):
@@ -379,7 +324,8 @@ def _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_ptr, first
 @numba.njit(cache=True)
 def _tree_inverse_4lanes(C, out, b0, b1, b2, b3, B, leaf_order, parent, first_leaf, cnode, cplus,
                          clast, wplus, wminus, scale0, V):  # fmt: skip
-    """``_tree_inverse_lane`` on four lanes at once (as :func:`_tree_forward_4lanes`)."""
+    """Data of four coefficient vectors on any tree (as :func:`_tree_forward_4lanes`):
+    node values, then totals pushed down from the root."""
     n_nodes = parent.shape[0]
     for node in range(1, n_nodes):
         p = parent[node]
@@ -446,35 +392,46 @@ def _tree_inverse_4lanes(C, out, b0, b1, b2, b3, B, leaf_order, parent, first_le
 
 
 @numba.njit(cache=True)
+def _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_order, child_ptr, parent, first_leaf, cnode,
+                cplus, clast, wplus, wminus):  # fmt: skip
+    """Lanes lo..hi-1 on a tree that is not perfect binary, four at a time; a last group of
+    fewer repeats its last lane (the same values, written to the same place again)."""
+    scale0 = 1.0 / np.sqrt(n)
+    V = np.empty(4 * parent.shape[0], dtype=np.float64)
+    for g in range(lo, hi, 4):
+        b0 = (g // B) * n * B + g % B
+        l1 = min(g + 1, hi - 1)
+        l2 = min(g + 2, hi - 1)
+        l3 = min(g + 3, hi - 1)
+        b1 = (l1 // B) * n * B + l1 % B
+        b2 = (l2 // B) * n * B + l2 % B
+        b3 = (l3 // B) * n * B + l3 % B
+        if inverse:
+            _tree_inverse_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, parent, first_leaf,
+                                 cnode, cplus, clast, wplus, wminus, scale0, V)  # fmt: skip
+        else:
+            _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_ptr, first_leaf,
+                                 cnode, cplus, wplus, wminus, scale0, V)  # fmt: skip
+
+
+@numba.njit(cache=True)
 def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order, child_ptr,
                      parent, first_leaf, cnode, cplus, clast, wplus, wminus):  # fmt: skip
-    """Transform lanes lo..hi-1 (lane l is X[l // B, :, l % B]) one at a time (four at a
-    time on a tree that is not perfect binary).
+    """Transform lanes lo..hi-1 (lane l is X[l // B, :, l % B]): one at a time on a perfect
+    binary tree, four at a time on any other (:func:`_tree_lanes`).
 
     ``identity``: the leaf order is 0..n-1 (the caller knows it from the tree's plan), so
     perfect binary trees read and write the lanes without the index array.
     """
     if not dyadic and first_leaf > 0:
-        scale0 = 1.0 / np.sqrt(n)
-        V4 = np.empty(4 * parent.shape[0], dtype=np.float64)
-        while lo + 4 <= hi:
-            b0 = (lo // B) * n * B + lo % B
-            b1 = ((lo + 1) // B) * n * B + (lo + 1) % B
-            b2 = ((lo + 2) // B) * n * B + (lo + 2) % B
-            b3 = ((lo + 3) // B) * n * B + (lo + 3) % B
-            if inverse:
-                _tree_inverse_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, parent, first_leaf,
-                                     cnode, cplus, clast, wplus, wminus, scale0, V4)  # fmt: skip
-            else:
-                _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_ptr, first_leaf,
-                                     cnode, cplus, wplus, wminus, scale0, V4)  # fmt: skip
-            lo += 4
+        _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_order, child_ptr, parent, first_leaf,
+                    cnode, cplus, clast, wplus, wminus)  # fmt: skip
+        return
     scale0 = 1.0 / np.sqrt(n)
     xin = np.empty(n, dtype=X.dtype)
     yout = np.empty(n, dtype=out.dtype)
     t = np.empty(min(n, CHUNK) if dyadic and n > CHUNKED else n, dtype=np.float64)
     u = np.empty(t.shape[0], dtype=np.float64)
-    V = np.empty(parent.shape[0] if not dyadic else 1, dtype=np.float64)
     chunked = dyadic and n > CHUNKED
     identity = dyadic and identity
     top = np.empty(max(n // CHUNK, 1), dtype=np.float64)
@@ -499,16 +456,10 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
         elif chunked:
             _dyadic_inverse_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2,
                                          identity)  # fmt: skip
-        elif dyadic and not inverse:
-            _dyadic_forward_lane(x, y, leaf_order, wplus, wminus, scale0, identity, t, u)
-        elif dyadic:
-            _dyadic_inverse_lane(x, y, leaf_order, wplus, wminus, scale0, identity, t, u)
         elif not inverse:
-            _tree_forward_lane(x, y, leaf_order, child_ptr, first_leaf, cnode, cplus, wplus,
-                               wminus, scale0, V)  # fmt: skip
+            _dyadic_forward_lane(x, y, leaf_order, wplus, wminus, scale0, identity, t, u)
         else:
-            _tree_inverse_lane(x, y, leaf_order, parent, first_leaf, cnode, cplus, clast, wplus,
-                               wminus, scale0, V)  # fmt: skip
+            _dyadic_inverse_lane(x, y, leaf_order, wplus, wminus, scale0, identity, t, u)
         if B != 1:
             for p in range(n):
                 out[base + p * B] = yout[p]
@@ -524,84 +475,6 @@ def haar_lanes(X, out, n, B, n_lanes, inverse, dyadic, identity, leaf_order, chi
 
 
 # ---------------------------------------------------------------------- row segments
-@numba.njit(cache=True)
-def _dyadic_forward_block(X, out, s0, B, W, leaf_order, wplus, wminus, scale0, T, U):
-    """Coefficients of the W columns starting at flat offset s0 (rows at stride B)."""
-    n = leaf_order.shape[0]
-    h = n >> 1
-    for j in range(h):
-        ra = X[s0 + leaf_order[2 * j] * B : s0 + leaf_order[2 * j] * B + W]
-        rb = X[s0 + leaf_order[2 * j + 1] * B : s0 + leaf_order[2 * j + 1] * B + W]
-        y = out[s0 + (h + j) * B : s0 + (h + j) * B + W]
-        tj = T[j, :W]
-        wp = wplus[h - 1 + j]
-        wm = wminus[h - 1 + j]
-        for q in range(W):
-            a = np.float64(ra[q])
-            b = np.float64(rb[q])
-            s = a + b
-            y[q] = wp * b - wm * (s - b)
-            tj[q] = s
-    h >>= 1
-    while h >= 1:
-        for j in range(h):
-            ra = T[2 * j, :W]
-            rb = T[2 * j + 1, :W]
-            y = out[s0 + (h + j) * B : s0 + (h + j) * B + W]
-            uj = U[j, :W]
-            wp = wplus[h - 1 + j]
-            wm = wminus[h - 1 + j]
-            for q in range(W):
-                a = ra[q]
-                b = rb[q]
-                s = a + b
-                y[q] = wp * b - wm * (s - b)
-                uj[q] = s
-        T, U = U, T
-        h >>= 1
-    y = out[s0 : s0 + W]
-    t0 = T[0, :W]
-    for q in range(W):
-        y[q] = t0[q] * scale0
-
-
-@numba.njit(cache=True)
-def _dyadic_inverse_block(C, out, s0, B, W, leaf_order, wplus, wminus, scale0, T, U):
-    n = leaf_order.shape[0]
-    c0 = C[s0 : s0 + W]
-    t0 = T[0, :W]
-    for q in range(W):
-        t0[q] = np.float64(c0[q]) * scale0
-    h = 1
-    while h < n >> 1:
-        for j in range(h):
-            ck = C[s0 + (h + j) * B : s0 + (h + j) * B + W]
-            tj = T[j, :W]
-            ua = U[2 * j, :W]
-            ub = U[2 * j + 1, :W]
-            wp = wplus[h - 1 + j]
-            wm = wminus[h - 1 + j]
-            for q in range(W):
-                c = np.float64(ck[q])
-                v = tj[q]
-                ua[q] = -(wm * c) + v
-                ub[q] = wp * c + v
-        T, U = U, T
-        h <<= 1
-    for j in range(h):
-        ck = C[s0 + (h + j) * B : s0 + (h + j) * B + W]
-        tj = T[j, :W]
-        ya = out[s0 + leaf_order[2 * j] * B : s0 + leaf_order[2 * j] * B + W]
-        yb = out[s0 + leaf_order[2 * j + 1] * B : s0 + leaf_order[2 * j + 1] * B + W]
-        wp = wplus[h - 1 + j]
-        wm = wminus[h - 1 + j]
-        for q in range(W):
-            c = np.float64(ck[q])
-            v = tj[q]
-            ya[q] = -(wm * c) + v
-            yb[q] = wp * c + v
-
-
 @numba.njit(cache=True)
 def _pair_rows(ra, rb, y, dst, wp, wm, W):
     """One folder of a level across W columns: ``dst`` gets the sums of rows ``ra`` and ``rb``,
@@ -741,15 +614,13 @@ def _inverse_block_subtrees(C, out, s0, B, W, leaf_order, wplus, wminus, T, U, t
 def dyadic_blocks_range(X, out, n, B, width, chunk, lo, hi, inverse, leaf_order, wplus, wminus):
     """Transform column blocks lo..hi-1 (block g: ``width`` columns of one ``a``).
 
-    With ``chunk < n`` the levels run subtree by subtree of ``chunk`` leaves, in buffers of
-    ``chunk / 2`` rows that stay in L2 (level by level they would be ``n / 2`` rows).
+    The levels run subtree by subtree of ``chunk`` leaves, in buffers of ``chunk / 2`` rows
+    that stay in L2; ``chunk == n`` is one subtree, level by level over the whole block.
     """
     scale0 = 1.0 / np.sqrt(n)
-    chunked = chunk < n
-    rows = chunk >> 1 if chunked else max(n >> 1, 1)
-    T = np.empty((rows, width), dtype=np.float64)
-    U = np.empty((rows, width), dtype=np.float64)
-    n_top = n // chunk if chunked else 1
+    n_top = n // chunk
+    T = np.empty((max(chunk >> 1, 1), width), dtype=np.float64)
+    U = np.empty((max(chunk >> 1, 1), width), dtype=np.float64)
     TOP = np.empty((n_top, width), dtype=np.float64)
     TOP2 = np.empty((n_top, width), dtype=np.float64)
     per_a = (B + width - 1) // width
@@ -758,18 +629,14 @@ def dyadic_blocks_range(X, out, n, B, width, chunk, lo, hi, inverse, leaf_order,
         b0 = (g % per_a) * width
         W = min(width, B - b0)
         s0 = a * n * B + b0
-        if chunked and inverse:
+        if inverse:
             totals = _inverse_block_top(X, s0, B, W, wplus, wminus, scale0, TOP, TOP2, n_top)
             _inverse_block_subtrees(X, out, s0, B, W, leaf_order, wplus, wminus, T, U, totals,
                                     chunk, 0, n_top)  # fmt: skip
-        elif chunked:
+        else:
             _forward_block_subtrees(X, out, s0, B, W, leaf_order, wplus, wminus, T, U, TOP,
                                     chunk, 0, n_top)  # fmt: skip
             _forward_block_top(out, s0, B, W, wplus, wminus, scale0, TOP, TOP2, n_top)
-        elif inverse:
-            _dyadic_inverse_block(X, out, s0, B, W, leaf_order, wplus, wminus, scale0, T, U)
-        else:
-            _dyadic_forward_block(X, out, s0, B, W, leaf_order, wplus, wminus, scale0, T, U)
 
 
 @numba.njit(cache=True, parallel=True)
