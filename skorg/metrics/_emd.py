@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 from .._kernels import _bifolder as _kb
 from .._kernels import _emd as _k
+from .._scratch import scratch_empty
 from .._selection import order_statistics
 from .._sparse_input import check_sparse_matrix, is_sparse
 from .._validation import check_finite_array, check_tree_for_axis, pow2_scale, scaled_copy
@@ -331,7 +332,8 @@ def _emd_two_trees(X, axis, plan1, plan2, dtype):
     if k1 == 0 or k2 == 0:
         return np.zeros((m, m))
     n_threads = numba.get_num_threads()
-    P = np.empty((n1 + 1, n2, m), dtype=np.float64)
+    # within a questionnaire fit the table is reused from step to step (skorg._scratch)
+    P = scratch_empty("bifolder_prefix", (n1 + 1, n2, m), np.float64)
     t_inner = bool(abs(Xv.strides[2]) <= abs(Xv.strides[1]))
     if n_threads == 1 or n1 * n2 * m < _PARALLEL_MIN_WORK // 8:
         _kb.bifolder_prefix_serial(Xv, order1, order2, t_inner, P)

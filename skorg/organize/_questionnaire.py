@@ -10,6 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._labels import axis_labels, container_kind, data_of, reorder_like
+from .._scratch import reusing_scratch
 from .._sparse_input import check_sparse_matrix
 from .._validation import check_finite_array, pow2_scale
 from ..metrics import affinity_matrix
@@ -202,6 +203,7 @@ def _densify_for_knn(X, sparse_axes_):
     return X.toarray()
 
 
+@reusing_scratch  # the EMD steps of one fit share their prefix table's memory
 def questionnaire(
     X,
     *,

@@ -192,6 +192,19 @@ def test_multi_tree_emd_chunks_agree(rng):
     np.testing.assert_allclose(chunked, full, rtol=1e-13)
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_two_tree_emd_of_many_strided_slices_matches_brute_force(rng, order):
+    # 37 slices along the axis of largest stride: the prefix table gathers them in blocks
+    # (two full ones and a remainder), across cache-set-aliased rows
+    X = np.asarray(rng.standard_normal((37, 10, 12)), order=order)
+    trees = [random_tree(s, rng, n_levels=3) for s in X.shape]
+    axis = 0 if order == "C" else 2
+    trees_in = [t if a != axis else None for a, t in enumerate(trees)]
+    D = multi_tree_emd(X, trees_in, axis=axis, alphas=0.3, betas=0.5)
+    expected = brute_multi_tree_emd(X, trees, axis, [0.3] * 3, [0.5] * 3)
+    np.testing.assert_allclose(D, expected, rtol=1e-12)
+
+
 @pytest.mark.parametrize("axis", [0, 1, 2])
 def test_two_tree_emd_ignores_memory_layout(rng, axis):
     X = rng.standard_normal((13, 11, 9))
