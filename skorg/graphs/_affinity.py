@@ -6,7 +6,7 @@ from numbers import Real
 
 import numpy as np
 
-from .._blas import serial_blas
+from .._blas import row_gram, serial_blas
 from .._sparse_input import check_sparse_matrix, is_sparse, sparse_gram
 from .._validation import check_finite_array, pow2_scale, scale_rows, scaled_copy
 
@@ -34,7 +34,8 @@ def _missing_mask(X, missing_values):
 
 
 # Gram products up to this many multiply-adds (up to a few tenths of a second on one core)
-# run on one BLAS thread (see skorg._blas): a second BLAS thread saves at most half of that,
+# run on one BLAS thread, the large ones as two column halves side by side
+# (skorg._blas.row_gram): a second BLAS thread saves at most half of that,
 # while with another process on the other core OpenBLAS's spinning workers made a
 # 256 x 32768 Gram 4 times slower (0.30 s against 0.075 s on one thread, 2-core machine).
 _SERIAL_GRAM_MAX = 2**33
@@ -92,7 +93,9 @@ def cosine_affinity(X, *, threshold=0.0, missing_values=None, absolute=False):
     small = X.shape[0] ** 2 * X.shape[1] <= _SERIAL_GRAM_MAX
     if missing is None:
         norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-        with serial_blas(small):
+        if small:
+            cos = row_gram(X)
+        else:
             cos = X @ X.T
         den = np.outer(norms, norms)
     else:

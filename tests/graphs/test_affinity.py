@@ -76,3 +76,33 @@ def test_rejects_wrong_ndim_and_dtype():
         cosine_affinity(np.ones(3))
     with pytest.raises(TypeError, match="numeric"):
         cosine_affinity(np.array([["a", "b"]]))
+
+
+def test_large_gram_in_two_halves_equals_the_product_and_ignores_the_threads():
+    import numba
+
+    from skorg._blas import _SPLIT_GRAM_MIN, row_gram
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((96, 30000))  # above the split size, odd column count
+    assert X.shape[0] ** 2 * X.shape[1] >= _SPLIT_GRAM_MIN
+    exact = np.array([[np.dot(a, b) for b in X] for a in X])
+    scale = np.abs(exact).max()
+    G = row_gram(X)
+    np.testing.assert_allclose(G, exact, rtol=0, atol=1e-13 * scale)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        one = row_gram(X)
+        cos_one = cosine_affinity(X)
+    finally:
+        numba.set_num_threads(previous)
+    np.testing.assert_array_equal(one, G)  # the same bits on one thread or two
+    cos = cosine_affinity(X)
+    np.testing.assert_array_equal(cos, cos_one)
+    norms = np.sqrt(np.diag(exact))
+    expected = np.maximum(exact / np.outer(norms, norms), 0.0)
+    np.fill_diagonal(expected, 1.0)
+    np.testing.assert_allclose(cos, expected, rtol=0, atol=1e-14)
+    small = X[:, :1000]  # below the split: one product
+    np.testing.assert_array_equal(row_gram(small), small @ small.T)
