@@ -151,6 +151,30 @@ def _peak_of_bits(X):
     return struct.unpack("<f", struct.pack("<i", int(top)))[0]
 
 
+def _row_peaks(X):
+    """``max |x|`` of every row of a 2-D float array, NaN entries ignored (a row of NaN
+    only gives NaN): one compiled pass over the bit patterns of a large C-ordered array
+    (as :func:`finite_peak`), two NumPy reductions otherwise."""
+    if X.dtype in _PEAK_BITS and X.flags.c_contiguous and X.size >= _PEAK_BITS[X.dtype][2]:
+        view, mask, _ = _PEAK_BITS[X.dtype]
+        top = np.empty(X.shape[0], dtype=view)
+        _peak.row_peak_bits(X.view(view), mask, top)
+        m = top.view(X.dtype).astype(np.float64)
+        odd = np.flatnonzero(np.isnan(m))  # rows holding a NaN: their peak without it
+        if odd.shape[0]:
+            m[odd] = _row_peaks_reduced(X[odd])
+        return m
+    return _row_peaks_reduced(X)
+
+
+def _row_peaks_reduced(X):
+    # fmax / fmin skip NaN; two reductions over the rows, no temporary the size of X
+    with np.errstate(invalid="ignore"):
+        return np.fmax(np.fmax.reduce(X, axis=1), -np.fmin.reduce(X, axis=1)).astype(
+            np.float64, copy=False
+        )
+
+
 def check_tree_for_axis(tree, n, name="tree", axis_name="rows"):
     """Check that ``tree`` is a PartitionTree on exactly ``n`` points."""
     # duck-typed on the class name so that this bottom layer does not import skorg.trees
@@ -227,9 +251,7 @@ def scale_rows(X, *, limit=SAFE_EXPONENT):
     """
     if X.shape[1] == 0:
         return X
-    # fmax / fmin skip NaN; two reductions over the rows, no temporary the size of X
-    with np.errstate(invalid="ignore"):
-        m = np.fmax(np.fmax.reduce(X, axis=1), -np.fmin.reduce(X, axis=1))
+    m = _row_peaks(X)
     m = np.where(np.isfinite(m), m, 0.0)
     exponent = np.frexp(m)[1]
     bad = (m > 0) & ((exponent > limit) | (exponent < -limit))

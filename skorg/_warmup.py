@@ -44,7 +44,7 @@ def kernels_cached():
 def _calls():
     import numpy as np
 
-    from ._validation import finite_peak
+    from ._validation import finite_peak, scale_rows
     from .organize import QuestionnaireOrganizer
     from .transforms import (
         haar_transform,
@@ -74,6 +74,7 @@ def _calls():
             # the one-pass peak of the input checks (serial, and parallel from 2^21 values)
             for size in (1 << 20, 1 << 21):
                 finite_peak(np.zeros(size, dtype=dtype))
+            scale_rows(np.zeros((1024, 1024), dtype=dtype))  # and its per-row twin
             T = rng.normal(size=(6, 8, 16)).astype(dtype)
             trees = [dyadic_tree(k) for k in T.shape]
             inverse_multi_haar_transform(multi_haar_transform(T, trees), trees)

@@ -158,3 +158,35 @@ def test_the_one_pass_peak_kernel_equals_the_two_reductions(dtype, n):
     assert finite_peak(X[::3]) == two_reductions(X[::3])
     swapped = X.astype(X.dtype.newbyteorder(">"))
     assert finite_peak(swapped) == two_reductions(X)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_peaks_in_one_pass_equal_the_two_reductions(dtype):
+    # scale_rows takes the per-row peaks of a large C-ordered array from the compiled pass
+    # over the bit patterns; rows with a NaN fall back to the reductions, which skip it
+    from skorg import _validation
+    from skorg._validation import scale_rows
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((700, 1500)).astype(dtype)
+    assert X.size >= _validation._PEAK_BITS[np.dtype(dtype)][2]
+    X[3, 10] = np.nan
+    X[4, :] = np.nan
+    X[5, 7], X[5, 9] = np.inf, np.nan
+    X[6, 1] = -np.inf
+    X[7] = -0.0
+    X[8] = np.finfo(dtype).smallest_subnormal
+    X[9, -1] = -np.finfo(dtype).max
+    X[10] *= dtype(2.0**-140) if dtype is np.float32 else 2.0**-900  # rows that need scaling
+    X[11] *= 2.0**500 if dtype is np.float64 else 1.0
+    before = X.copy()
+    got = _validation._row_peaks(X)
+    expected = _validation._row_peaks_reduced(X)
+    np.testing.assert_array_equal(got, expected)  # NaN where a row is all NaN, on both
+    np.testing.assert_array_equal(X, before)
+    assert got.dtype == np.float64 and np.isnan(got[4]) and got[5] == np.inf
+    # scale_rows gives the same bits either way (the reductions on a strided view)
+    np.testing.assert_array_equal(scale_rows(X), scale_rows(X[:, ::-1])[:, ::-1])
+    Y = scale_rows(X)
+    if dtype is np.float64:
+        assert np.abs(Y[10]).max() >= 0.5 and np.abs(Y[11]).max() < 1.0

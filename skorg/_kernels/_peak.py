@@ -41,3 +41,11 @@ def peak_bits(bits, mask, out):
         # int64 throughout: a uint64 loop index would make the bounds float64
         lo, hi = _split(np.int64(bits.shape[0]), np.int64(n_parts), np.int64(p))
         out[p] = _peak_bits_range(bits, mask, lo, hi)
+
+
+@numba.njit(parallel=True, cache=True)
+def row_peak_bits(bits, mask, out):
+    """``out[i]`` = the largest masked pattern of row ``i`` of the 2-D ``bits`` (C order,
+    rows non-empty), on all threads."""
+    for i in prange(bits.shape[0]):
+        out[i] = _peak_bits_range(bits[i], mask, 0, bits.shape[1])
