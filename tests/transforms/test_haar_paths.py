@@ -67,6 +67,11 @@ LAYOUTS = [
     ((2048, 40), 0),
     ((256, 4200), 0),
     ((4, 64, 300), 1),
+    # other trees across rows, depth first (skorg._kernels._haar_slots): one row's columns
+    # shared out, two rows, and narrow rows on a tree of more than 4096 folders
+    ((300, 1000), 0),
+    ((2, 700, 260), 1),
+    ((9000, 16), 0),
     ((1024,), 0),
 ]
 
@@ -188,3 +193,53 @@ def test_column_blocks_by_subtrees_equal_level_by_level(inverse):
                         X.ravel(), got.ravel(), b0, B, min(16, B - b0), chunk, *args, 3
                     )
                 np.testing.assert_array_equal(got, expected, err_msg=f"subtrees, chunk {chunk}")
+
+
+def test_the_depth_first_kernel_keeps_a_few_rows_of_sums():
+    # a folder's row lives from its making to its last use: about depth x fan-out rows at
+    # once, not one per folder, so blocks can span whole rows and stay in L2
+    rng = np.random.default_rng(3)
+    levels = [np.zeros(4096, dtype=int)]
+    for _ in range(5):
+        levels.append(levels[-1] * 5 + rng.integers(0, 5, size=4096))
+    levels.append(np.arange(4096))
+    tree = PartitionTree.from_levels(np.array(levels))
+    plan = haar_module._get_plan(tree)
+    post, pre, fslot, n_fslots, islot, n_islots, kstart, kend = plan.slot_args()
+    inner_children = [
+        int(np.sum(np.arange(plan.child_ptr[f], plan.child_ptr[f + 1]) < plan.first_leaf))
+        for f in range(plan.first_leaf)
+    ]
+    bound = tree.n_levels * max(inner_children)
+    assert max(n_fslots, n_islots) <= bound < plan.first_leaf // 50
+    # every internal folder once in each order, children after (pre) or before (post) it
+    assert sorted(post) == sorted(pre) == list(range(plan.first_leaf))
+    where_post = np.empty(plan.first_leaf, dtype=int)
+    where_post[post] = np.arange(plan.first_leaf)
+    where_pre = np.empty(plan.first_leaf, dtype=int)
+    where_pre[pre] = np.arange(plan.first_leaf)
+    inner = np.arange(1, plan.first_leaf)
+    parents = plan.parent[inner]
+    assert np.all(where_post[inner] < where_post[parents])
+    assert np.all(where_pre[inner] > where_pre[parents])
+    # no slot is taken by two folders at once: forward, a folder holds its slot from its
+    # making until its parent's; inverse, from its parent's visit until its own
+    holder = {}
+    for f in post:
+        assert fslot[f] not in holder
+        holder[fslot[f]] = f
+        for c in range(plan.child_ptr[f], plan.child_ptr[f + 1]):
+            if c < plan.first_leaf:
+                assert holder.pop(fslot[c]) == c
+    holder = {islot[0]: 0}
+    for f in pre:
+        for c in range(plan.child_ptr[f], plan.child_ptr[f + 1]):
+            if c < plan.first_leaf:
+                assert islot[c] not in holder
+                holder[islot[c]] = c
+        assert holder.pop(islot[f]) == f
+    # each folder's coefficients are its run of cnode
+    for f in range(plan.first_leaf):
+        run = np.arange(kstart[f], kend[f])
+        np.testing.assert_array_equal(np.flatnonzero(plan.cnode == f), run)
+    assert haar_module._use_slots(plan, 256) and not haar_module._use_slots(plan, 64)
