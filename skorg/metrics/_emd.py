@@ -208,22 +208,26 @@ def _add_pairwise_l1(F, out):
         _k.pairwise_l1_sym(F, ti, tj, tile, _FEATURE_CHUNK, out)
 
 
-def _reduce_axis(Z, ax, plan, dtype):
-    """Replace axis ``ax`` of Z (length n) by the weighted means of the plan's folders."""
+def _reduce_axis(Z, ax, plan, dtype, compiled):
+    """Replace axis ``ax`` of Z (length n) by the weighted means of the plan's folders, in the
+    compiled kernels when ``compiled`` (see :func:`_features`), else in NumPy."""
     leaf_order, start, end, scale = plan
     shape = Z.shape
     A = int(np.prod(shape[:ax], dtype=np.int64))
     n = shape[ax]
     B = int(np.prod(shape[ax + 1 :], dtype=np.int64))
     k = start.shape[0]
-    out = np.empty((A, k, B), dtype=dtype)
-    if A * B * (n + k) < _NUMPY_MAX_WORK:
+    if not compiled:
         # the kernels' running sums (sequential, in float64) and differences, in NumPy
-        Y = Z.reshape(A, n, B)[:, leaf_order, :]
-        P = np.zeros((A, n + 1, B), dtype=np.float64)
+        Y = np.take(Z.reshape(A, n, B), leaf_order, axis=1)
+        P = np.empty((A, n + 1, B), dtype=np.float64)
+        P[:, 0, :] = 0.0
         np.cumsum(Y, axis=1, dtype=np.float64, out=P[:, 1:, :])
-        out[...] = (P[:, end, :] - P[:, start, :]) * scale[None, :, None]
-        return out.reshape((*shape[:ax], k, *shape[ax + 1 :]))
+        means = np.take(P, end, axis=1)
+        means -= np.take(P, start, axis=1)
+        means *= scale[None, :, None]
+        return means.astype(dtype, copy=False).reshape((*shape[:ax], k, *shape[ax + 1 :]))
+    out = np.empty((A, k, B), dtype=dtype)
     n_threads = numba.get_num_threads()
     if A * B * (n + k) < _PARALLEL_MIN_WORK:
         n_threads = 1
@@ -251,12 +255,20 @@ def _features(Xt, plans, dtype):
     """Feature matrix (n_slices, n_features) whose row L1 distances are the multi-tree EMD.
 
     ``Xt`` has the compared axis first, so the result needs no transposition and every
-    reduction runs over long contiguous lanes.
+    reduction runs over long contiguous lanes. The means run in the compiled kernels when
+    their own work or that of the pairwise sums of these features is past
+    ``_NUMPY_MAX_WORK`` (the sums then compile anyway), so that only small problems, whose
+    sums run in SciPy, take the NumPy route (it is ten times slower from a few hundred rows).
     """
+    m = Xt.shape[0]
+    n_features = int(np.prod([plans[ax][1].shape[0] for ax in plans], dtype=np.int64))
+    n_features *= int(np.prod([Xt.shape[ax] for ax in range(1, Xt.ndim) if ax not in plans]))
+    work = max(m * m * n_features // 2, Xt.size + m * n_features)
+    compiled = work >= _NUMPY_MAX_WORK
     Z = Xt
     for ax in sorted(plans):
-        Z = _reduce_axis(Z, ax, plans[ax], dtype)
-    return Z.reshape(Xt.shape[0], -1)
+        Z = _reduce_axis(Z, ax, plans[ax], dtype, compiled)
+    return Z.reshape(m, -1)
 
 
 def _padded(plan, multiple=64):

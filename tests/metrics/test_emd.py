@@ -438,12 +438,26 @@ def test_small_feature_means_equal_the_kernels_bit_for_bit(rng, monkeypatch):
         for dtype in (np.float64, np.float32):
             Z = rng.standard_normal(shape).astype(dtype)
             plan = _emd._folder_plan(random_tree(shape[ax], rng), 0.5, 1.0, False, None, "t")
-            small = _emd._reduce_axis(Z, ax, plan, dtype)
-            monkeypatch.setattr(_emd, "_NUMPY_MAX_WORK", 0)
-            compiled = _emd._reduce_axis(Z, ax, plan, dtype)
-            monkeypatch.undo()
+            small = _emd._reduce_axis(Z, ax, plan, dtype, compiled=False)
+            compiled = _emd._reduce_axis(Z, ax, plan, dtype, compiled=True)
             assert small.dtype == compiled.dtype == dtype
             np.testing.assert_array_equal(small, compiled)
+    # the features take the kernels once their pairwise sums would (and only then): a
+    # 300-row matrix on a 300-point tree is past the NumPy bound for its sums, not its means
+    X = rng.standard_normal((300, 300))
+    plan = _emd._padded(_emd._folder_plan(random_tree(300, rng), 0.5, 1.0, False, None, "t"))
+    calls = []
+    real = _emd._reduce_axis
+    monkeypatch.setattr(_emd, "_reduce_axis", lambda *a, **k: calls.append(a[-1]) or real(*a, **k))
+    F = _emd._features(X, {1: plan}, np.float64)
+    assert 300 * 300 * F.shape[1] // 2 >= _emd._NUMPY_MAX_WORK and calls == [True]
+    calls.clear()
+    _emd._features(
+        X[:20, :40],
+        {1: _emd._padded(_emd._folder_plan(random_tree(40, rng), 0.5, 1.0, False, None, "t"))},
+        np.float64,
+    )
+    assert calls == [False]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
