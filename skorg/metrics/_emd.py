@@ -521,7 +521,7 @@ def tree_emd(
     dtype : {None, float32, float64}, default=None
         Precision of the folder-mean features and of the result; None keeps X's float dtype
         (float64 for other dtypes). Folder sums are always taken in float64. The float32
-        path rounds the features and sums their differences in float32 runs of 256 features
+        path rounds the features and sums their differences in float32 runs of 512 features
         (each run added in float64) at twice the SIMD width: distances accurate to about
         1e-7 to 1e-6 relative. float32 is used only where the range allows it: for data
         whose largest magnitude lies outside about 1e-12 to 1e12 the features and the
