@@ -243,3 +243,27 @@ def test_the_depth_first_kernel_keeps_a_few_rows_of_sums():
         run = np.arange(kstart[f], kend[f])
         np.testing.assert_array_equal(np.flatnonzero(plan.cnode == f), run)
     assert haar_module._use_slots(plan, 256) and not haar_module._use_slots(plan, 64)
+
+
+@pytest.mark.parametrize("serial", [True, False])
+def test_the_depth_first_kernel_on_degenerate_trees(serial):
+    # a star (one folder of leaves), one-child chains and a caterpillar (one point peeled
+    # off per level) across rows of at least 256 columns: bit for bit the node-by-node kernel
+    rng = np.random.default_rng(4)
+    star = PartitionTree.from_levels(np.array([np.zeros(37, int), np.arange(37)]))
+    chain = PartitionTree.from_levels(
+        np.array([np.zeros(40, int), np.zeros(40, int), np.arange(40) // 2, np.arange(40)])
+    )
+    peeled = [np.zeros(30, int), *(np.minimum(np.arange(30), d) for d in range(1, 12))]
+    caterpillar = PartitionTree.from_levels(np.array([*peeled, np.arange(30)]))
+    size = 1 << 40 if serial else 0
+    with mock.patch.object(haar_module, "_SERIAL_SIZE", size):
+        for tree in (star, chain, caterpillar):
+            assert haar_module._use_slots(haar_module._get_plan(tree), 300)
+            for dtype in (np.float64, np.float32):
+                for shape, axis in (((tree.n_points, 300), 0), ((3, tree.n_points, 257), 1)):
+                    X = rng.normal(size=shape).astype(dtype)
+                    C = haar_transform(X, tree, axis=axis)
+                    np.testing.assert_array_equal(C, _block_reference(X, tree, axis, False))
+                    back = inverse_haar_transform(C, tree, axis=axis)
+                    np.testing.assert_array_equal(back, _block_reference(C, tree, axis, True))
