@@ -142,6 +142,24 @@ def _first_coefficient_row(x, sf, a, y, wp, wm):
 
 
 @numba.njit(cache=True)
+def _detail_row(x, v, ng, wp, wm, first):
+    """The value coefficient row ``x`` gives its '+' child, ``v = ng + wp * x``, and the
+    running ``ng -= wm * x`` left for the folder's last child. On a folder's first
+    coefficient nothing is pushed down yet: ``v = wp * x`` and ``ng = -wm * x``, with no
+    zeroed row to load."""
+    if first:
+        for j in range(v.shape[0]):
+            ck = np.float64(x[j])
+            v[j] = wp * ck
+            ng[j] = -(wm * ck)
+    else:
+        for j in range(v.shape[0]):
+            ck = np.float64(x[j])
+            v[j] = ng[j] + wp * ck
+            ng[j] -= wm * ck
+
+
+@numba.njit(cache=True)
 def _inverse_block(src, s0, ss, dst, d0, ds, W, V, neg, leaf_order, parent, first_leaf, cnode,
                    cplus, clast, wplus, wminus, scale0):  # fmt: skip
     """Data of W lanes: coefficient k at src[s0 + k*ss :][:W], point p to dst[d0 + p*ds :][:W].
@@ -174,20 +192,9 @@ def _inverse_block(src, s0, ss, dst, d0, ds, W, V, neg, leaf_order, parent, firs
         wp = wplus[k]
         wm = wminus[k]
         off = s0 + (k + 1) * ss
-        x = src[off : off + W]
-        v = V[cplus[k], :W]
-        if f != prev:
-            # the folder's first coefficient: nothing pushed down yet, so no zeroed row to load
-            prev = f
-            for j in range(W):
-                ck = np.float64(x[j])
-                v[j] = wp * ck
-                ng[j] = -(wm * ck)
-        else:
-            for j in range(W):
-                ck = np.float64(x[j])
-                v[j] = ng[j] + wp * ck
-                ng[j] -= wm * ck
+        first = f != prev
+        prev = f
+        _detail_row(src[off : off + W], V[cplus[k], :W], ng, wp, wm, first)
         last = clast[k]
         if last >= 0:
             v = V[last, :W]

@@ -32,6 +32,16 @@ import numba
 import numpy as np
 from numba import prange
 
+from ._haar import _coefficient_row, _detail_row, _first_coefficient_row
+
+
+@numba.njit(cache=True)
+def _take_slot(free, n_free, n_slots):
+    """``(slot, n_free, n_slots)``: the last slot given back, else a new one."""
+    if n_free > 0:
+        return free[n_free - 1], n_free - 1, n_slots
+    return n_slots, n_free, n_slots + 1
+
 
 @numba.njit(cache=True)
 def slot_plan(child_ptr, first_leaf, cnode):
@@ -72,12 +82,7 @@ def slot_plan(child_ptr, first_leaf, cnode):
     n_fslots = 0
     for i in range(m):
         f = post[i]
-        if n_free > 0:
-            n_free -= 1
-            fslot[f] = free[n_free]
-        else:
-            fslot[f] = n_fslots
-            n_fslots += 1
+        fslot[f], n_free, n_fslots = _take_slot(free, n_free, n_fslots)
         for c in range(child_ptr[f], child_ptr[f + 1]):
             if c < first_leaf:
                 free[n_free] = fslot[c]
@@ -91,12 +96,7 @@ def slot_plan(child_ptr, first_leaf, cnode):
         f = pre[i]
         for c in range(child_ptr[f], child_ptr[f + 1]):
             if c < first_leaf:
-                if n_free > 0:
-                    n_free -= 1
-                    islot[c] = free[n_free]
-                else:
-                    islot[c] = n_islots
-                    n_islots += 1
+                islot[c], n_free, n_islots = _take_slot(free, n_free, n_islots)
         free[n_free] = islot[f]
         n_free += 1
     kstart = np.zeros(m, dtype=np.intp)
@@ -146,30 +146,21 @@ def _forward_block(src, s0, B, dst, W, S, acc, leaf_order, child_ptr, first_leaf
             wm = wminus[k]
             off = s0 + (k + 1) * B
             y = dst[off : off + W]
+            # two calls per branch, as in the block kernel: a leaf row has the data dtype
             if c >= first_leaf:
                 off = s0 + leaf_order[c - first_leaf] * B
-                _coefficient_row(src[off : off + W], s, a, y, wp, wm, k == k0)
+                if k == k0:
+                    _first_coefficient_row(src[off : off + W], s, a, y, wp, wm)
+                else:
+                    _coefficient_row(src[off : off + W], s, a, y, wp, wm)
+            elif k == k0:
+                _first_coefficient_row(S[fslot[c], :W], s, a, y, wp, wm)
             else:
-                _coefficient_row(S[fslot[c], :W], s, a, y, wp, wm, k == k0)
+                _coefficient_row(S[fslot[c], :W], s, a, y, wp, wm)
     t = S[fslot[0], :W]
     y = dst[s0 : s0 + W]
     for j in range(W):
         y[j] = t[j] * scale0
-
-
-@numba.njit(cache=True)
-def _coefficient_row(x, sf, a, y, wp, wm, first):
-    """``y = wp * x - wm * (sf - a)`` after ``a += x`` (``a = x`` on the first)."""
-    if first:
-        for j in range(y.shape[0]):
-            v = np.float64(x[j])
-            a[j] = v
-            y[j] = wp * v - wm * (sf[j] - v)
-    else:
-        for j in range(y.shape[0]):
-            v = np.float64(x[j])
-            a[j] += v
-            y[j] = wp * v - wm * (sf[j] - a[j])
 
 
 @numba.njit(cache=True)
@@ -210,17 +201,7 @@ def _inverse_block(src, s0, B, dst, W, S, dv, neg, leaf_order, child_ptr, first_
             wp = wplus[k]
             wm = wminus[k]
             off = s0 + (k + 1) * B
-            x = src[off : off + W]
-            if k == k0:
-                for j in range(W):
-                    ck = np.float64(x[j])
-                    d[j] = wp * ck
-                    ng[j] = -(wm * ck)
-            else:
-                for j in range(W):
-                    ck = np.float64(x[j])
-                    d[j] = ng[j] + wp * ck
-                    ng[j] -= wm * ck
+            _detail_row(src[off : off + W], d, ng, wp, wm, k == k0)
             _child_total(d, t, dst, s0, B, W, S, leaf_order, first_leaf, islot, cplus[k])
             last = clast[k]
             if last >= 0:

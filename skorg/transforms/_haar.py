@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -57,17 +58,12 @@ class _HaarPlan:
     minus_size: np.ndarray
     dyadic: bool = False
     identity: bool = False  # the leaf order is 0..n-1
-    # the depth-first schedule of the kernels across rows (skorg._kernels._haar_slots), made
-    # on first use
-    _slots: dict = field(default_factory=dict, compare=False, repr=False)
 
+    @functools.cached_property
     def slot_args(self):
-        """``(post, pre, fslot, n_fslots, islot, n_islots, kstart, kend)``."""
-        if "args" not in self._slots:
-            self._slots["args"] = _slot_kernels.slot_plan(
-                self.child_ptr, self.first_leaf, self.cnode
-            )
-        return self._slots["args"]
+        """``(post, pre, fslot, n_fslots, islot, n_islots, kstart, kend)``: the depth-first
+        schedule of the kernels across rows (skorg._kernels._haar_slots), made on first use."""
+        return _slot_kernels.slot_plan(self.child_ptr, self.first_leaf, self.cnode)
 
     def kernel_args(self):
         return (
@@ -364,7 +360,7 @@ def _apply_along(X, plan, axis, inverse, out=None):
                           *args, n_tasks)  # fmt: skip
         return out
     if B >= _kernels._MIN_CONTIGUOUS and _use_slots(plan, B):
-        slots = plan.slot_args()
+        slots = plan.slot_args
         width = _slot_width(max(slots[3], slots[5]), A, B, n_threads)
         n_blocks = A * -(-B // width)
         args = (inverse, plan.leaf_order, plan.child_ptr, plan.first_leaf, plan.cnode,

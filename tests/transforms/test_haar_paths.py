@@ -205,7 +205,7 @@ def test_the_depth_first_kernel_keeps_a_few_rows_of_sums():
     levels.append(np.arange(4096))
     tree = PartitionTree.from_levels(np.array(levels))
     plan = haar_module._get_plan(tree)
-    post, pre, fslot, n_fslots, islot, n_islots, kstart, kend = plan.slot_args()
+    post, pre, fslot, n_fslots, islot, n_islots, kstart, kend = plan.slot_args
     inner_children = [
         int(np.sum(np.arange(plan.child_ptr[f], plan.child_ptr[f + 1]) < plan.first_leaf))
         for f in range(plan.first_leaf)
