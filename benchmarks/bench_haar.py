@@ -11,7 +11,8 @@ the 1.3e8-element sweep point, about 3 GB). Needs the ``bench`` extra (PyWavelet
    axis 0; each cell the best of three passes over the sizes): the largest over the
    smallest, beside the same for ``np.copy`` (reading X and writing a fresh array, the
    memory floor of any transform that returns a new array) and each transform's time in
-   copies at the largest size.
+   copies at the largest size; then the same transforms writing into a reused array
+   (``out=``), whose pages the operating system need not clear, beside ``np.copyto``.
 3. Cost per level on a general tree (wide folders, chains) against the dyadic tree.
 4. The bi-Haar against PyWavelets applied along each axis in turn, and the 1-D, bi- and
    tri-Haar against the dense-basis einsum (BLAS) baseline.
@@ -164,12 +165,16 @@ def sweep_section(quick, large):
     if large:
         sizes.append(1 << 27)
     keys = ("rows", "long", "short", "axis0", "pywt", "np.copy")
-    per = {key: [np.inf] * len(sizes) for key in keys}
+    # the same transforms writing into an array given with out= (reused, so its pages are
+    # mapped already) beside np.copyto, the memory floor of a transform into a given array
+    out_keys = ("rows out=", "long out=", "short out=", "axis0 out=", "np.copyto")
+    per = {key: [np.inf] * len(sizes) for key in keys + out_keys}
     t16 = dyadic_tree(16)
     t1024 = dyadic_tree(1024)
     for _ in range(1 if quick else SWEEP_PASSES):
         for i, size in enumerate(sizes):
             X = rng.normal(size=size)
+            O = np.zeros_like(X)
             rows = X.reshape(-1, 1024)
             n_long = min(size, 1 << 16)
             long = X.reshape(-1, n_long)
@@ -178,16 +183,27 @@ def sweep_section(quick, large):
             col = X.reshape(n0, -1)
             t0 = dyadic_tree(n0)
             short = X.reshape(-1, 16)
-            calls = (
-                lambda: haar_transform(rows, t1024, axis=1),  # noqa: B023
-                lambda: haar_transform(long, tlong, axis=1),  # noqa: B023
-                lambda: haar_transform(short, t16, axis=1),  # noqa: B023
-                lambda: haar_transform(col, t0, axis=0),  # noqa: B023
+            cases = ((rows, t1024, 1), (long, tlong, 1), (short, t16, 1), (col, t0, 0))
+            calls = [
+                lambda A=A, tree=tree, axis=axis: haar_transform(A, tree, axis=axis)
+                for A, tree, axis in cases
+            ]
+            calls += [
                 lambda: pywt.wavedec(rows, "haar", axis=1),  # noqa: B023
                 # the memory floor of a transform that returns a new array: read X, write anew
                 lambda: X.copy(),  # noqa: B023
-            )
-            for key, call in zip(keys, calls):
+            ]
+            calls += [
+                lambda A=A, tree=tree, axis=axis: haar_transform(
+                    A,
+                    tree,
+                    axis=axis,
+                    out=O.reshape(A.shape),  # noqa: B023
+                )
+                for A, tree, axis in cases
+            ]
+            calls.append(lambda: np.copyto(O, X))  # noqa: B023
+            for key, call in zip(keys + out_keys, calls):
                 per[key][i] = min(per[key][i], best_time(call) / size)
     print(f"{'elements':>10} {'rows of 1024 ns/el':>19} {'long rows ns/el':>16} "
           f"{'rows of 16 ns/el':>17} {'axis 0 ns/el':>13} {'pywt rows ns/el':>16} "
@@ -195,6 +211,11 @@ def sweep_section(quick, large):
     for i, size in enumerate(sizes):
         a, b, d, c, p, e = (per[key][i] * 1e9 for key in keys)
         print(f"{size:>10} {a:19.3f} {b:16.3f} {d:17.3f} {c:13.3f} {p:16.3f} {e:14.3f}")
+    print(f"{'into out=':>10} {'rows of 1024 ns/el':>19} {'long rows ns/el':>16} "
+          f"{'rows of 16 ns/el':>17} {'axis 0 ns/el':>13} {'np.copyto ns/el':>16}")  # fmt: skip
+    for i, size in enumerate(sizes):
+        a, b, d, c, e = (per[key][i] * 1e9 for key in out_keys)
+        print(f"{size:>10} {a:19.3f} {b:16.3f} {d:17.3f} {c:13.3f} {e:16.3f}")
     for key, values in per.items():
         print(f"  {key}: largest / smallest time per element = {max(values) / min(values):.2f}")
     # the copy carries the move from cache to memory: at the largest size, how many copies'
@@ -202,6 +223,9 @@ def sweep_section(quick, large):
     ratios = ", ".join(f"{key} {per[key][-1] / per['np.copy'][-1]:.2f}"
                        for key in ("rows", "long", "short", "axis0", "pywt"))  # fmt: skip
     print(f"  at {sizes[-1]} elements, time / np.copy's time: {ratios}")
+    ratios = ", ".join(f"{key} {per[key][-1] / per['np.copyto'][-1]:.2f}"
+                       for key in out_keys[:-1])  # fmt: skip
+    print(f"  at {sizes[-1]} elements, time / np.copyto's time: {ratios}")
 
 
 def general_tree_section():

@@ -460,10 +460,41 @@ def _unscale(C, s):
     return C
 
 
-def _along(X, plan, axis, inverse, peak=None):
+def _along(X, plan, axis, inverse, peak=None, out=None):
     """:func:`_apply_along` on data near any magnitude (the sums cannot overflow)."""
     Xs, s = scaled_copy(X, peak=peak)
-    return _unscale(_apply_along(Xs, plan, axis, inverse), s)
+    if out is not None and not _writes_into(Xs, out):
+        # the kernels would read values they have already overwritten, or could not write
+        # this layout: transform aside, then copy
+        np.copyto(out, _unscale(_apply_along(Xs, plan, axis, inverse), s))
+        return out
+    C = _unscale(_apply_along(Xs, plan, axis, inverse, out=out), s)
+    return C if out is None else out  # out itself, not a view of it, as NumPy's out= gives
+
+
+def _writes_into(X, out):
+    """Whether :func:`_apply_along` can write X's transform straight into ``out``."""
+    if np.may_share_memory(X, out):
+        return False
+    # C-ordered output from any input; Fortran-ordered output from Fortran-ordered input
+    # (transformed as its transpose)
+    return out.flags.c_contiguous or (X.flags.f_contiguous and out.flags.f_contiguous)
+
+
+def _check_out(out, X, name="out"):
+    """``out`` when it can hold the transform of X: an ndarray of X's shape and dtype."""
+    if out is None:
+        return None
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{name} must be a NumPy array or None, got {type(out).__name__}.")
+    if out.shape != X.shape or out.dtype != X.dtype:
+        raise ValueError(
+            f"{name} must have the shape and dtype of the result, {X.shape} {X.dtype}; got "
+            f"{out.shape} {out.dtype}."
+        )
+    if not out.flags.writeable:
+        raise ValueError(f"{name} is read-only; pass a writeable array.")
+    return out
 
 
 def _multi(X, trees, order, inverse, peak=None):
@@ -496,7 +527,7 @@ def _multi_raw(X, trees, order, inverse):
 
 
 # ---------------------------------------------------------------------- 1-D
-def haar_transform(X, tree, *, axis=-1, order="bfs"):
+def haar_transform(X, tree, *, axis=-1, order="bfs", out=None):
     """Haar coefficients of X along one axis, on a partition tree.
 
     Parameters
@@ -512,11 +543,19 @@ def haar_transform(X, tree, *, axis=-1, order="bfs"):
         left to right along the leaf order), ``i`` within a folder. ``"reference"``: the
         folders of each level by the smallest point index they hold, as in the reference
         implementation.
+    out : ndarray, optional
+        Where to write the result: an array of X's shape and of the result's dtype
+        (float32 for float32 data, else float64), returned. It may be X itself. Reusing one
+        array across calls spares the operating system's page clearing of a fresh result,
+        which costs more than the transform on arrays of tens of megabytes; an ``out`` that
+        shares memory with X, or is laid out neither in C order nor (for Fortran-ordered X)
+        in Fortran order, is filled from a temporary.
 
     Returns
     -------
     C : ndarray of the shape of X
-        ``C`` along ``axis`` holds the coefficients ``<x, psi_k>`` in coefficient order.
+        ``C`` along ``axis`` holds the coefficients ``<x, psi_k>`` in coefficient order;
+        ``out`` when given.
 
     See Also
     --------
@@ -566,10 +605,11 @@ def haar_transform(X, tree, *, axis=-1, order="bfs"):
     axis = _check_axis(axis, X.ndim)
     _check_tree(tree)
     _check_tree_matches(tree, X, axis)
-    return _along(X, _get_plan(tree, order), axis, inverse=False, peak=peak)
+    out = _check_out(out, X)
+    return _along(X, _get_plan(tree, order), axis, inverse=False, peak=peak, out=out)
 
 
-def inverse_haar_transform(C, tree, *, axis=-1, order="bfs"):
+def inverse_haar_transform(C, tree, *, axis=-1, order="bfs", out=None):
     """Data from its Haar coefficients along one axis (inverse of :func:`haar_transform`).
 
     Parameters
@@ -579,11 +619,13 @@ def inverse_haar_transform(C, tree, *, axis=-1, order="bfs"):
     tree : PartitionTree
     axis : int, default=-1
     order : {"bfs", "reference"}, default="bfs"
+    out : ndarray, optional
+        Where to write the result, as in :func:`haar_transform`.
 
     Returns
     -------
     X : ndarray of the shape of C
-        ``X = sum_k C_k psi_k`` along ``axis``.
+        ``X = sum_k C_k psi_k`` along ``axis``; ``out`` when given.
 
     Examples
     --------
@@ -597,7 +639,8 @@ def inverse_haar_transform(C, tree, *, axis=-1, order="bfs"):
     axis = _check_axis(axis, C.ndim)
     _check_tree(tree)
     _check_tree_matches(tree, C, axis)
-    return _along(C, _get_plan(tree, order), axis, inverse=True, peak=peak)
+    out = _check_out(out, C)
+    return _along(C, _get_plan(tree, order), axis, inverse=True, peak=peak, out=out)
 
 
 # ---------------------------------------------------------------------- N-D
