@@ -123,6 +123,18 @@ def pywt_section(quick):
         ("shuffled rows", (64, 65536), 1, np.float64, "C", True, False),
         ("shuffled axis 0", (4096, 1024), 0, np.float64, "C", True, False),
         ("shuffled 1-D", (1 << 22,), 0, np.float64, "C", True, False),
+        # a middle axis with a short trailing run (B values per row)
+        ("middle axis", (128, 128, 8), 1, np.float64, "C", False, False),
+        ("middle axis", (128, 128, 8), 1, np.float32, "C", False, True),
+        ("middle axis", (512, 64, 4), 1, np.float64, "C", False, False),
+        ("middle axis", (64, 1024, 12), 1, np.float64, "C", False, True),
+        ("middle axis", (2048, 64, 2), 1, np.float64, "C", False, False),
+        ("middle axis", (32, 4, 2048), 1, np.float64, "C", False, True),
+        # single short vectors: the cost of one call
+        ("tiny", (4,), 0, np.float64, "C", False, False),
+        ("tiny inverse", (4,), 0, np.float64, "C", False, True),
+        ("tiny", (64,), 0, np.float64, "C", False, False),
+        ("tiny inverse", (64,), 0, np.float64, "C", False, True),
     ]
     if quick:
         cases = cases[:5] + cases[9:10]

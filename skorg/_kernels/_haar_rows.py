@@ -15,8 +15,9 @@ the coefficients are equal bit for bit; only the memory access differs:
   level below, and the kernel runs level by level over contiguous buffers (the lifting
   scheme: SIMD, no index arrays); on any other tree it goes through a buffer of every
   node's sum, four vectors at a time (one node loop, its branches and index loads shared).
-- ``dyadic_blocks*``: a perfect binary tree along an axis with a long trailing run
-  (``B`` large, e.g. axis 0 of a C-ordered matrix): ``W`` neighbouring columns at a time,
+- ``dyadic_blocks*``: a perfect binary tree along an axis with a trailing run of a few
+  values or more (``B`` from 4 or 8, e.g. axis 0 of a C-ordered matrix, or a middle axis
+  before a short one; the caller picks): ``W`` neighbouring columns at a time,
   whole row segments combined pairwise, subtree by subtree of ``chunk`` leaves (two level
   buffers of ``chunk / 2`` rows), then the levels above the subtrees on their sums; each
   input row is read once. ``chunk == n`` is one subtree: level by level.

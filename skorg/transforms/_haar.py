@@ -288,6 +288,29 @@ def _slot_width(n_slots, A, B, n_threads):
     return width
 
 
+def _one_lane_at_a_time(plan, n, n_lanes):
+    """Whether the vector-at-a-time kernel beats the 64-lane transposed blocks: on long
+    vectors, on a handful of vectors (a block would be mostly empty, its buffers made for
+    64), and on perfect binary trees from 128 leaves (the lifting levels are contiguous)."""
+    return n >= _LANE_MIN_N or n_lanes <= _FEW_LANES or (plan.dyadic and n >= _LANE_MIN_N // 2)
+
+
+_FEW_LANES = 4
+
+
+def _dyadic_row_blocks(n, B):
+    """Whether the lifting kernel on row segments (B values per row) beats the others on a
+    perfect binary tree. From 8 values per row (4 on trees of 64 leaves or more) its rows,
+    read in place, are faster than the vector-at-a-time kernel, which gathers every vector
+    with stride B, or the transposed blocks: 2-4x on (A, n, 8) and (A, n, 12) arrays, up to
+    2x from 4 values (bench_haar's short-trailing-axis shapes)."""
+    return B >= _ROW_BLOCK_MIN_B or (B >= _ROW_BLOCK_MIN_B // 2 and n >= _ROW_BLOCK_MIN_N)
+
+
+_ROW_BLOCK_MIN_B = 8
+_ROW_BLOCK_MIN_N = 64
+
+
 def _block_plan(n, B):
     """``(width, chunk)`` of the column-block kernel: ``chunk == n`` runs level by level."""
     width = min(_BLOCK_WIDTH, B)
@@ -319,9 +342,10 @@ def _apply_along(X, plan, axis, inverse, out=None):
     oflat = out.reshape(-1)
     serial = X.size < _SERIAL_SIZE or numba.get_num_threads() == 1
     n_threads = 1 if serial else numba.get_num_threads()
-    if B < _kernels._MIN_CONTIGUOUS and n >= _LANE_MIN_N:
+    row_blocks = plan.dyadic and _dyadic_row_blocks(n, B)
+    n_lanes = A * B
+    if not row_blocks and B < _kernels._MIN_CONTIGUOUS and _one_lane_at_a_time(plan, n, n_lanes):
         args = (inverse, plan.dyadic, plan.identity, *plan.kernel_args())
-        n_lanes = A * B
         long_lanes = plan.dyadic and B == 1 and n > _row_kernels.CHUNKED
         if long_lanes and n_lanes < n_threads and not serial:
             # too few lanes to share out: share the subtrees of each lane instead
@@ -338,7 +362,7 @@ def _apply_along(X, plan, axis, inverse, out=None):
             n_tasks = min(n_lanes, _kernels._TASKS_PER_THREAD * n_threads)
             _run_parallel(_row_kernels.haar_lanes, flat, oflat, n, B, n_lanes, *args, n_tasks)
         return out
-    if plan.dyadic and B >= _kernels._MIN_CONTIGUOUS:
+    if row_blocks:
         width, chunk = _block_plan(n, B)
         per_a = (B + width - 1) // width
         n_blocks = A * per_a
@@ -575,7 +599,9 @@ def haar_transform(X, tree, *, axis=-1, order="bfs", out=None):
     The memory access follows the layout: long vectors along a short trailing run (rows of a
     C-ordered matrix) are transformed one at a time in cache, in parallel over vectors (or,
     for fewer vectors than threads, over subtrees); across rows whole rows (up to 4096
-    values) are combined, subtree by subtree so that the level buffers stay in cache;
+    values) are combined, subtree by subtree so that the level buffers stay in cache, and on
+    perfect binary trees so are rows of as few as 8 values (a middle axis before a short
+    one);
     Fortran-ordered input is transformed as its transpose, without a copy, and
     gives Fortran-ordered output. On a perfect binary tree in ``"bfs"`` order the folder
     sums of a level are the pairwise sums of the level below (the lifting scheme), as for

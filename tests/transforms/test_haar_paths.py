@@ -73,6 +73,19 @@ LAYOUTS = [
     ((2, 700, 260), 1),
     ((9000, 16), 0),
     ((1024,), 0),
+    # short trailing runs: on perfect binary trees row segments from 8 values per row (4 on
+    # 64 leaves or more), by subtrees on a long axis; below that lanes or transposed blocks
+    ((64, 128, 8), 1),
+    ((16, 64, 4), 1),
+    ((2, 4096, 9), 1),
+    ((1024, 12), 0),
+    ((40, 16, 4), 1),
+    ((30, 64, 2), 1),
+    # one vector at a time also for a handful of short vectors, and on perfect binary trees
+    # from 128 leaves
+    ((64, 128), 1),
+    ((3, 40), 1),
+    ((2, 24, 2), 1),
 ]
 
 
@@ -98,6 +111,50 @@ def test_every_path_equals_the_block_kernel_bit_for_bit(shape, axis, dtype, seri
                 tol = 1e-12 if dtype == np.float64 else 1e-5
                 np.testing.assert_allclose(back, X, atol=tol * np.abs(X).max())
     np.testing.assert_array_equal(X, before)  # the input is never written
+
+
+@pytest.mark.parametrize(
+    ("shape", "row_segments"),
+    [((64, 128, 8), True), ((16, 64, 4), True), ((8, 512, 12), True), ((40, 16, 4), False),
+     ((30, 64, 2), False), ((4, 512, 3), False)],
+)  # fmt: skip
+def test_short_trailing_runs_take_the_row_segment_kernel_from_eight_values(shape, row_segments):
+    kernels = haar_module._row_kernels
+    X = np.random.default_rng(3).normal(size=shape)
+    tree = dyadic_tree(shape[1])
+    with mock.patch.object(
+        kernels, "dyadic_blocks_range", wraps=kernels.dyadic_blocks_range
+    ) as spy:
+        C = haar_transform(X, tree, axis=1)
+        inverse_haar_transform(C, tree, axis=1)
+    assert spy.call_count == (2 if row_segments else 0)
+    np.testing.assert_array_equal(C, _block_reference(X, tree, 1, False))
+    # other trees keep the transposed blocks, which are faster there than row segments
+    with mock.patch.object(
+        kernels, "dyadic_blocks_range", wraps=kernels.dyadic_blocks_range
+    ) as spy:
+        haar_transform(X, _wide_tree(shape[1], 0), axis=1)
+    assert spy.call_count == 0
+
+
+@pytest.mark.parametrize(
+    ("shape", "dyadic_lanes", "other_lanes"),
+    [((64, 128), True, False), ((3, 40), True, True), ((1024, 64), False, False),
+     ((8, 300), True, True), ((7,), True, True)],
+)  # fmt: skip
+def test_vectors_go_one_at_a_time_when_long_few_or_on_perfect_binary_trees(
+    shape, dyadic_lanes, other_lanes
+):
+    kernels = haar_module._row_kernels
+    X = np.random.default_rng(4).normal(size=shape)
+    n = shape[-1]
+    for tree, expected in ((dyadic_tree(1 << (n.bit_length() - 1)), dyadic_lanes),
+                           (_wide_tree(n, 1), other_lanes)):  # fmt: skip
+        Y = X[..., : tree.n_points]
+        with mock.patch.object(kernels, "haar_lanes_range", wraps=kernels.haar_lanes_range) as spy:
+            C = haar_transform(Y, tree)
+        assert spy.called == expected, (shape, tree.n_points)
+        np.testing.assert_array_equal(C, _block_reference(Y, tree, Y.ndim - 1, False))
 
 
 def test_perfect_binary_trees_take_the_lifting_kernels():
