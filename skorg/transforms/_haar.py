@@ -252,6 +252,12 @@ _SERIAL_SIZE = 1 << 20
 # shorter ones go 64 at a time through the transposed blocks of skorg._kernels._haar, whose
 # buffers (3 n x 64 float64) stay in L2 up to here and which are faster on short lanes
 _LANE_MIN_N = 256
+# ... and so are up to this many vectors of any length (a 64-lane block would be mostly empty)
+_FEW_LANES = 4
+# on perfect binary trees the row-segment kernel takes trailing runs from this many values
+# (from half as many on trees of at least _ROW_BLOCK_MIN_N leaves); see _dyadic_row_blocks
+_ROW_BLOCK_MIN_B = 8
+_ROW_BLOCK_MIN_N = 64
 # The lifting kernel along an axis with a long trailing run (axis 0 of a C-ordered matrix)
 # takes blocks of up to _BLOCK_WIDTH columns: whole rows up to there, so that every row is
 # read and written as one contiguous run. Its levels run subtree by subtree (see
@@ -295,9 +301,6 @@ def _one_lane_at_a_time(plan, n, n_lanes):
     return n >= _LANE_MIN_N or n_lanes <= _FEW_LANES or (plan.dyadic and n >= _LANE_MIN_N // 2)
 
 
-_FEW_LANES = 4
-
-
 def _dyadic_row_blocks(n, B):
     """Whether the lifting kernel on row segments (B values per row) beats the others on a
     perfect binary tree. From 8 values per row (4 on trees of 64 leaves or more) its rows,
@@ -305,10 +308,6 @@ def _dyadic_row_blocks(n, B):
     with stride B, or the transposed blocks: 2-4x on (A, n, 8) and (A, n, 12) arrays, up to
     2x from 4 values (bench_haar's short-trailing-axis shapes)."""
     return B >= _ROW_BLOCK_MIN_B or (B >= _ROW_BLOCK_MIN_B // 2 and n >= _ROW_BLOCK_MIN_N)
-
-
-_ROW_BLOCK_MIN_B = 8
-_ROW_BLOCK_MIN_N = 64
 
 
 def _block_plan(n, B):
