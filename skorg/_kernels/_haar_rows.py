@@ -41,21 +41,27 @@ def _split(task, n_tasks, total):
 
 # ---------------------------------------------------------------------- one lane at a time
 @numba.njit(cache=True)
-def _pair_level(src, dst, y, wp, wm, h):
-    """One lifting level: ``dst[j]`` = sum of the pair ``src[2j], src[2j + 1]``, ``y[j]`` its
-    coefficient. Every array starts at its first used entry, so the indices are
-    non-negative and the loop compiles to SIMD code."""
-    for j in range(h):
-        a = np.float64(src[2 * j])
-        b = np.float64(src[2 * j + 1])
+def _pair_level(src, dst, y, k, w, h):
+    """One lifting level: ``dst[j]`` = sum of the pair ``src[2j], src[2j + 1]``, ``y[k + j]``
+    its coefficient, ``w`` the level's weight (on a perfect binary tree both weights of every
+    folder of a level are this one number). The indices are unsigned, so they need no
+    negative-index wraparound and the loop compiles to SIMD code; writing at ``k`` rather
+    than into a slice of y spares a slice per level, which costs more than a short level."""
+    k = np.uint64(k)
+    one = np.uint64(1)
+    for j in range(np.uint64(h)):
+        a = np.float64(src[j + j])
+        b = np.float64(src[j + j + one])
         s = a + b
-        y[j] = wp[j] * b - wm[j] * (s - b)
+        y[k + j] = w * b - w * (s - b)
         dst[j] = s
 
 
 @numba.njit(cache=True)
 def _unpair_level(src, dst, c, wp, wm, h):
-    """One inverse level: the totals ``src[j]`` of h folders pushed to their 2h children."""
+    """One inverse level: the totals ``src[j]`` of h folders pushed to their 2h children.
+    (Per-folder weights, although equal on a level: with one scalar weight the compiled loop
+    is slower on short lanes.)"""
     for j in range(h):
         ck = np.float64(c[j])
         v = src[j]
@@ -76,14 +82,14 @@ def _dyadic_forward_lane(x, y, leaf_order, wplus, wminus, scale0, identity, t, u
     n = leaf_order.shape[0]
     h = n >> 1
     if identity:
-        _pair_level(x, t, y[h : 2 * h], wplus[h - 1 : 2 * h - 1], wminus[h - 1 : 2 * h - 1], h)
+        _pair_level(x, t, y, h, wplus[h - 1], h)
     else:
         for i in range(n):
             u[i] = x[leaf_order[i]]
-        _pair_level(u, t, y[h : 2 * h], wplus[h - 1 : 2 * h - 1], wminus[h - 1 : 2 * h - 1], h)
+        _pair_level(u, t, y, h, wplus[h - 1], h)
     h >>= 1
     while h >= 1:
-        _pair_level(t, u, y[h : 2 * h], wplus[h - 1 : 2 * h - 1], wminus[h - 1 : 2 * h - 1], h)
+        _pair_level(t, u, y, h, wplus[h - 1], h)
         t, u = u, t
         h >>= 1
     y[0] = t[0] * scale0
@@ -134,21 +140,18 @@ def _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, c0, c1, identity
         H = n >> 1
         k = H + c * h
         if identity:
-            _pair_level(x[off : off + CHUNK], u, y[k : k + h], wplus[k - 1 : k - 1 + h],
-                        wminus[k - 1 : k - 1 + h], h)  # fmt: skip
+            _pair_level(x[off : off + CHUNK], u, y, k, wplus[k - 1], h)
         else:
             for i in range(CHUNK):
                 t[i] = x[leaf_order[off + i]]
-            _pair_level(t, u, y[k : k + h], wplus[k - 1 : k - 1 + h],
-                        wminus[k - 1 : k - 1 + h], h)  # fmt: skip
+            _pair_level(t, u, y, k, wplus[k - 1], h)
         src = u
         dst = t
         h >>= 1
         H >>= 1
         while h >= 1:
             k = H + c * h
-            _pair_level(src, dst, y[k : k + h], wplus[k - 1 : k - 1 + h],
-                        wminus[k - 1 : k - 1 + h], h)  # fmt: skip
+            _pair_level(src, dst, y, k, wplus[k - 1], h)
             src, dst = dst, src
             h >>= 1
             H >>= 1
@@ -163,7 +166,7 @@ def _forward_top(y, wplus, wminus, scale0, top, top2):
     h = top.shape[0] >> 1
     while h >= 1:
         k = h - 1
-        _pair_level(src, dst, y[h : 2 * h], wplus[k : k + h], wminus[k : k + h], h)
+        _pair_level(src, dst, y, h, wplus[k], h)
         src, dst = dst, src
         h >>= 1
     y[0] = src[0] * scale0
@@ -196,8 +199,9 @@ def _inverse_chunks(c, y, leaf_order, wplus, wminus, t, u, totals, q0, q1, ident
         H = n_chunks
         while h < CHUNK:
             k = H + q * h
-            _unpair_level(a, b, c[k : k + h], wplus[k - 1 : k - 1 + h],
-                          wminus[k - 1 : k - 1 + h], h)  # fmt: skip
+            _unpair_level(
+                a, b, c[k : k + h], wplus[k - 1 : k - 1 + h], wminus[k - 1 : k - 1 + h], h
+            )
             a, b = b, a
             h <<= 1
             H <<= 1
