@@ -247,7 +247,11 @@ _FLOAT32 = np.dtype(np.float32)
 
 # ---------------------------------------------------------------------- cores
 # below this many values the kernels run on the calling thread: waking the pool costs more
-_SERIAL_SIZE = 1 << 20
+# (on two threads the parallel kernels are 1.3-1.7x faster from 2^17 values and break even
+# at 2^16); the depth-first kernel across rows on other trees shares out the columns of a
+# few rows, which pays only from 8 times as many (2^20)
+_SERIAL_SIZE = 1 << 17
+_SLOT_SERIAL_FACTOR = 8
 # lanes at least this long are transformed one at a time (see skorg._kernels._haar_rows);
 # shorter ones go 64 at a time through the transposed blocks of skorg._kernels._haar, whose
 # buffers (3 n x 64 float64) stay in L2 up to here and which are faster on short lanes
@@ -383,6 +387,8 @@ def _apply_along(X, plan, axis, inverse, out=None):
                           *args, n_tasks)  # fmt: skip
         return out
     if B >= _kernels._MIN_CONTIGUOUS and _use_slots(plan, B):
+        if X.size < _SERIAL_SIZE * _SLOT_SERIAL_FACTOR:
+            serial, n_threads = True, 1
         slots = plan.slot_args
         width = _slot_width(max(slots[3], slots[5]), A, B, n_threads)
         n_blocks = A * -(-B // width)
