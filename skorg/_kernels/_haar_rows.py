@@ -70,7 +70,7 @@ def _unpair_level(src, dst, c, wp, wm, h):
 
 
 @numba.njit(cache=True)
-def _dyadic_forward_lane(x, y, leaf_order, wplus, wminus, scale0, identity, t, u):
+def _dyadic_forward_lane(x, y, leaf_order, wplus, scale0, identity, t, u):
     """Coefficients y (length n) of one vector x on a perfect binary tree.
 
     Level by level from the leaves: folder ``j`` of a level with ``h`` folders is node
@@ -126,7 +126,7 @@ CHUNKED = 1 << 14
 
 
 @numba.njit(cache=True)
-def _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, c0, c1, identity):
+def _forward_chunks(x, y, leaf_order, wplus, t, u, top, c0, c1, identity):
     """The levels within subtrees c0..c1-1 of ``CHUNK`` leaves; their sums to ``top``.
 
     Subtree ``c``'s folders at a level with ``H`` folders are ``c * h .. c * h + h - 1`` of
@@ -159,7 +159,7 @@ def _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, c0, c1, identity
 
 
 @numba.njit(cache=True)
-def _forward_top(y, wplus, wminus, scale0, top, top2):
+def _forward_top(y, wplus, scale0, top, top2):
     """The levels above the subtrees, from their sums ``top``."""
     src = top
     dst = top2
@@ -215,11 +215,10 @@ def _inverse_chunks(c, y, leaf_order, wplus, wminus, t, u, totals, q0, q1, ident
 
 
 @numba.njit(cache=True)
-def _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2,
-                                 identity):  # fmt: skip
+def _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, scale0, t, u, top, top2, identity):
     """``_dyadic_forward_lane`` by subtrees of ``CHUNK`` leaves (n a multiple of it)."""
-    _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, 0, top.shape[0], identity)
-    _forward_top(y, wplus, wminus, scale0, top, top2)
+    _forward_chunks(x, y, leaf_order, wplus, t, u, top, 0, top.shape[0], identity)
+    _forward_top(y, wplus, scale0, top, top2)
 
 
 @numba.njit(cache=True)
@@ -252,9 +251,9 @@ def dyadic_long_lane(x, y, inverse, identity, leaf_order, wplus, wminus, n_tasks
         if inverse:
             _inverse_chunks(x, y, leaf_order, wplus, wminus, t, u, totals, c0, c1, identity)
         else:
-            _forward_chunks(x, y, leaf_order, wplus, wminus, t, u, top, c0, c1, identity)
+            _forward_chunks(x, y, leaf_order, wplus, t, u, top, c0, c1, identity)
     if not inverse:
-        _forward_top(y, wplus, wminus, scale0, top, top2)
+        _forward_top(y, wplus, scale0, top, top2)
 
 
 @numba.njit(cache=True)
@@ -456,13 +455,12 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
         if first_leaf == 0:  # a one-point tree: the root is the leaf
             y[0] = x[0]
         elif chunked and not inverse:
-            _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2,
-                                         identity)  # fmt: skip
+            _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, scale0, t, u, top, top2, identity)
         elif chunked:
             _dyadic_inverse_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2,
                                          identity)  # fmt: skip
         elif not inverse:
-            _dyadic_forward_lane(x, y, leaf_order, wplus, wminus, scale0, identity, t, u)
+            _dyadic_forward_lane(x, y, leaf_order, wplus, scale0, identity, t, u)
         else:
             _dyadic_inverse_lane(x, y, leaf_order, wplus, wminus, scale0, identity, t, u)
         if B != 1:

@@ -112,6 +112,17 @@ def slot_plan(child_ptr, first_leaf, cnode):
 
 
 @numba.njit(cache=True)
+def _add_row(s, x, first):
+    """A child's row into its folder's sum: ``s = x`` for the first child, else ``s += x``."""
+    if first:
+        for j in range(s.shape[0]):
+            s[j] = x[j]
+    else:
+        for j in range(s.shape[0]):
+            s[j] += x[j]
+
+
+@numba.njit(cache=True)
 def _forward_block(src, s0, B, dst, W, S, acc, leaf_order, child_ptr, first_leaf, post, fslot,
                    kstart, kend, cplus, wplus, wminus, scale0):  # fmt: skip
     """Coefficients of the W columns from ``s0``: point p at ``src[s0 + p * B :][:W]``,
@@ -121,23 +132,12 @@ def _forward_block(src, s0, B, dst, W, S, acc, leaf_order, child_ptr, first_leaf
         s = S[fslot[f], :W]
         c0 = child_ptr[f]
         for c in range(c0, child_ptr[f + 1]):
+            # two calls, as below: a leaf row has the data dtype, a folder row float64
             if c >= first_leaf:
                 off = s0 + leaf_order[c - first_leaf] * B
-                x = src[off : off + W]
-                if c == c0:
-                    for j in range(W):
-                        s[j] = x[j]
-                else:
-                    for j in range(W):
-                        s[j] += x[j]
+                _add_row(s, src[off : off + W], c == c0)
             else:
-                t = S[fslot[c], :W]
-                if c == c0:
-                    for j in range(W):
-                        s[j] = t[j]
-                else:
-                    for j in range(W):
-                        s[j] += t[j]
+                _add_row(s, S[fslot[c], :W], c == c0)
         a = acc[:W]
         k0 = kstart[f]
         for k in range(k0, kend[f]):
