@@ -131,8 +131,11 @@ def pywt_section(quick):
         ("middle axis", (2048, 64, 2), 1, np.float64, "C", False, False),
         ("middle axis", (32, 4, 2048), 1, np.float64, "C", False, True),
         # single short vectors: the cost of one call
+        ("tiny", (2,), 0, np.float64, "C", False, False),
+        ("tiny inverse", (2,), 0, np.float64, "C", False, True),
         ("tiny", (4,), 0, np.float64, "C", False, False),
         ("tiny inverse", (4,), 0, np.float64, "C", False, True),
+        ("tiny inverse", (8,), 0, np.float64, "C", False, True),
         ("tiny", (64,), 0, np.float64, "C", False, False),
         ("tiny inverse", (64,), 0, np.float64, "C", False, True),
     ]

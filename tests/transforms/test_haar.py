@@ -299,6 +299,31 @@ def test_errors(trees, rng):
         haar_transform(np.ones(23, dtype=complex), trees[1])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_input_check_of_small_arrays_finds_every_non_finite_value_and_the_peak(dtype):
+    # small contiguous inputs take the compiled one-pass peak too (half the cost of two
+    # reductions per call): a NaN or infinity anywhere is refused, and the peak it gives
+    # sets the exact power-of-two rescaling of extreme data
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 5, 8, 64, 4095):
+        tree = dyadic_tree(n)
+        x = rng.standard_normal(n).astype(dtype)
+        for where in {0, n // 2, n - 1}:
+            for value in (np.nan, np.inf, -np.inf):
+                y = x.copy()
+                y[where] = value
+                with pytest.raises(ValueError, match="NaN or infinity"):
+                    haar_transform(y, tree)
+                with pytest.raises(ValueError, match="NaN or infinity"):
+                    inverse_haar_transform(y, tree)
+        C = haar_transform(x, tree)
+        for k in (-90, 90) if dtype == np.float32 else (-900, 900):
+            scale = dtype(2.0**k)
+            np.testing.assert_array_equal(haar_transform(x * scale, tree), C * scale)
+            np.testing.assert_array_equal(inverse_haar_transform(C * scale, tree),
+                                          inverse_haar_transform(C, tree) * scale)  # fmt: skip
+
+
 def test_one_point_tree_is_the_identity_on_wide_arrays():
     from skorg.transforms import haar_transform, inverse_haar_transform
     from skorg.trees import PartitionTree
