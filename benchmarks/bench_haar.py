@@ -13,7 +13,8 @@ the 1.3e8-element sweep point, about 3 GB). Needs the ``bench`` extra (PyWavelet
    memory floor of any transform that returns a new array) and each transform's time in
    copies at the largest size; then the same transforms writing into a reused array
    (``out=``), whose pages the operating system need not clear, beside ``np.copyto``.
-3. Cost per level on a general tree (wide folders, chains) against the dyadic tree.
+3. General trees (wide folders and chains; linkage trees, whose level representation pads
+   every branch with one-child chains) against the dyadic tree, per element and per level.
 4. The bi-Haar against PyWavelets applied along each axis in turn, and the 1-D, bi- and
    tri-Haar against the dense-basis einsum (BLAS) baseline.
 
@@ -46,7 +47,7 @@ from skorg.transforms import (  # noqa: E402
     inverse_multi_haar_transform,
     multi_haar_transform,
 )
-from skorg.trees import PartitionTree, dyadic_tree  # noqa: E402
+from skorg.trees import PartitionTree, dyadic_tree, linkage_tree  # noqa: E402
 
 
 def load_inputs():
@@ -251,14 +252,24 @@ def general_tree_section():
     for _ in range(5):
         levels.append(levels[-1] * 5 + rng.integers(0, 5, size=n))
     levels.append(np.arange(n))
-    wide = PartitionTree.from_levels(np.array(levels))
-    dyadic = dyadic_tree(n)
-    print(f"{'tree (4096 points, 1024 rows)':<32} {'levels':>6} {'ms':>8} {'ns/el/level':>12}")
-    for name, tree in (("dyadic", dyadic), ("wide folders + chains", wide)):
+    points = rng.normal(size=(n, 3))
+    trees = (
+        ("dyadic", dyadic_tree(n)),
+        ("wide folders + chains", PartitionTree.from_levels(np.array(levels))),
+        # binary trees whose level representation pads every branch with one-child chains
+        ("linkage (average)", linkage_tree(points, method="average")),
+        ("linkage (ward)", linkage_tree(points, method="ward")),
+    )
+    print(f"{'tree (4096 points, 1024 rows)':<34} {'levels':>6} {'nodes':>6} {'ms':>8} "
+          f"{'ns/el':>7} {'x dyadic':>9} {'ns/el/level':>12}")  # fmt: skip
+    base = {}
+    for name, tree in trees:
         for axis, Y in ((1, X), (0, X.T.copy())):
             t = best_time(lambda: haar_transform(Y, tree, axis=axis))  # noqa: B023
+            base.setdefault(axis, t)
             depth = tree.n_levels - 1
-            print(f"{name + f' axis {axis}':<32} {depth:>6} {t * 1e3:8.2f} "
+            print(f"{name + f' axis {axis}':<34} {depth:>6} {tree.n_nodes:>6} {t * 1e3:8.2f} "
+                  f"{t / X.size * 1e9:7.3f} {t / base[axis]:9.2f} "
                   f"{t / X.size / depth * 1e9:12.3f}")  # fmt: skip
 
 

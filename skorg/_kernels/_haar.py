@@ -25,10 +25,12 @@ Only the internal folders get a row of sums; the leaves are read straight from
 the data, and the coefficients are written straight to the output. The work is
 split over ``prange`` tasks of whole blocks.
 
-The plan arrays describe the tree (see ``skorg.transforms._haar._HaarPlan``):
-``leaf_order`` (point at each leaf position), ``child_ptr`` (CSR children of the
-BFS node ids, so children ids exceed their parent's), ``parent``,
-``first_leaf`` (node id of the leaf at position 0; leaves are the last ``n`` ids),
+The plan arrays describe the tree (see ``skorg.transforms._haar_plan._HaarPlan``, whose
+nodes leave out the tree's one-child chains): ``leaf_order`` (point at each leaf position),
+``child_span`` (row ``v``: the ids ``[first, last + 1)`` of node ``v``'s children, all leaves
+or all folders; internal nodes in breadth-first order, so children ids exceed their
+parent's), ``parent``, ``first_leaf`` (node id of the leaf at position 0; leaves are the
+last ``n`` ids),
 and one entry per detail coefficient, grouped by folder and in rank order
 within a folder: ``cnode`` (the folder), ``cplus`` (the '+' child), ``clast``
 (the last sorted child, on the folder's final coefficient; -1 before),
@@ -54,7 +56,7 @@ _TASKS_PER_THREAD = 16
 
 
 @numba.njit(cache=True)
-def _forward_block(src, s0, ss, dst, d0, ds, W, S, acc, leaf_order, child_ptr, first_leaf, cnode,
+def _forward_block(src, s0, ss, dst, d0, ds, W, S, acc, leaf_order, child_span, first_leaf, cnode,
                    cplus, wplus, wminus, scale0):  # fmt: skip
     """Coefficients of W lanes: point p at src[s0 + p*ss :][:W], coef k to dst[d0 + k*ds :][:W].
 
@@ -70,8 +72,8 @@ def _forward_block(src, s0, ss, dst, d0, ds, W, S, acc, leaf_order, child_ptr, f
             y[j] = x[j]
         return
     for node in range(first_leaf - 1, -1, -1):
-        c0 = child_ptr[node]
-        c1 = child_ptr[node + 1]
+        c0 = child_span[node, 0]
+        c1 = child_span[node, 1]
         s = S[node, :W]
         if c0 >= first_leaf:
             off = s0 + leaf_order[c0 - first_leaf] * ss
@@ -257,7 +259,7 @@ def _transpose_out(buf, dst, base0, ls, W, n, B):
 
 
 @numba.njit(cache=True)
-def _forward_task(X, out, A, n, B, g0, g1, leaf_order, child_ptr, first_leaf, cnode, cplus,
+def _forward_task(X, out, A, n, B, g0, g1, leaf_order, child_span, first_leaf, cnode, cplus,
                   wplus, wminus):  # fmt: skip
     S = np.empty((max(first_leaf, 1), _WIDTH), dtype=np.float64)
     acc = np.empty(_WIDTH, dtype=np.float64)
@@ -265,7 +267,7 @@ def _forward_task(X, out, A, n, B, g0, g1, leaf_order, child_ptr, first_leaf, cn
     if B >= _MIN_CONTIGUOUS:
         for g in range(g0, g1):
             base0, _, W = _block(g, A, n, B)
-            _forward_block(X, base0, B, out, base0, B, W, S, acc, leaf_order, child_ptr,
+            _forward_block(X, base0, B, out, base0, B, W, S, acc, leaf_order, child_span,
                            first_leaf, cnode, cplus, wplus, wminus, scale0)  # fmt: skip
         return
     bin_ = np.empty(n * _TWIDTH, dtype=np.float64)
@@ -273,14 +275,14 @@ def _forward_task(X, out, A, n, B, g0, g1, leaf_order, child_ptr, first_leaf, cn
     for g in range(g0, g1):
         base0, ls, W = _block(g, A, n, B)
         _transpose_in(X, base0, ls, W, n, B, bin_)
-        _forward_block(bin_, 0, W, bout, 0, W, W, S, acc, leaf_order, child_ptr, first_leaf,
+        _forward_block(bin_, 0, W, bout, 0, W, W, S, acc, leaf_order, child_span, first_leaf,
                        cnode, cplus, wplus, wminus, scale0)  # fmt: skip
         _transpose_out(bout, out, base0, ls, W, n, B)
 
 
 @numba.njit(cache=True, parallel=True)
 def haar_forward(
-    X, out, A, n, B, leaf_order, child_ptr, parent, first_leaf, cnode, cplus, clast, wplus, wminus,
+    X, out, A, n, B, leaf_order, child_span, parent, first_leaf, cnode, cplus, clast, wplus, wminus,
     n_threads,
 ):  # fmt: skip
     n_blocks = n_blocks_of(A, B)
@@ -288,7 +290,7 @@ def haar_forward(
     for task in numba.prange(n_tasks):
         g0, g1 = _task_range(task, n_tasks, n_blocks)
         _forward_task(
-            X, out, A, n, B, g0, g1, leaf_order, child_ptr, first_leaf, cnode, cplus, wplus, wminus
+            X, out, A, n, B, g0, g1, leaf_order, child_span, first_leaf, cnode, cplus, wplus, wminus
         )
 
 
@@ -316,7 +318,7 @@ def _inverse_task(C, out, A, n, B, g0, g1, leaf_order, parent, first_leaf, cnode
 
 @numba.njit(cache=True, parallel=True)
 def haar_inverse(
-    C, out, A, n, B, leaf_order, child_ptr, parent, first_leaf, cnode, cplus, clast, wplus, wminus,
+    C, out, A, n, B, leaf_order, child_span, parent, first_leaf, cnode, cplus, clast, wplus, wminus,
     n_threads,
 ):  # fmt: skip
     n_blocks = n_blocks_of(A, B)
@@ -452,7 +454,7 @@ def _copy_block(X, base0, B, W, n, buf):
 
 
 @numba.njit(cache=True, parallel=True)
-def haar_forward_inplace(X, A, n, B, leaf_order, child_ptr, first_leaf, cnode, cplus, wplus,
+def haar_forward_inplace(X, A, n, B, leaf_order, child_span, first_leaf, cnode, cplus, wplus,
                          wminus, n_threads):  # fmt: skip
     n_blocks = n_blocks_of(A, B)
     n_tasks = min(n_blocks, _TASKS_PER_THREAD * n_threads)
@@ -465,7 +467,7 @@ def haar_forward_inplace(X, A, n, B, leaf_order, child_ptr, first_leaf, cnode, c
         for g in range(g0, g1):
             base0, _, W = _block(g, A, n, B)
             _copy_block(X, base0, B, W, n, buf)
-            _forward_block(buf, 0, W, X, base0, B, W, S, acc, leaf_order, child_ptr, first_leaf,
+            _forward_block(buf, 0, W, X, base0, B, W, S, acc, leaf_order, child_span, first_leaf,
                            cnode, cplus, wplus, wminus, scale0)  # fmt: skip
 
 

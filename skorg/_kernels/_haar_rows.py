@@ -257,7 +257,7 @@ def dyadic_long_lane(x, y, inverse, identity, leaf_order, wplus, wminus, n_tasks
 
 
 @numba.njit(cache=True)
-def _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_ptr, first_leaf, cnode,
+def _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_span, first_leaf, cnode,
                          cplus, wplus, wminus, scale0, V):  # fmt: skip
     """Coefficients of four vectors on any tree (point p of lane l at ``X[b_l + p * B]``):
     every node's sum in ``V`` (4 values per node), then the coefficients.
@@ -276,12 +276,12 @@ def _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_ptr, first
         V[q + 2] = X[b2 + r]
         V[q + 3] = X[b3 + r]
     for node in range(first_leaf - 1, -1, -1):
-        c0 = 4 * child_ptr[node]
+        c0 = 4 * child_span[node, 0]
         s0 = V[c0]
         s1 = V[c0 + 1]
         s2 = V[c0 + 2]
         s3 = V[c0 + 3]
-        for c in range(c0 + 4, 4 * child_ptr[node + 1], 4):
+        for c in range(c0 + 4, 4 * child_span[node, 1], 4):
             s0 += V[c]
             s1 += V[c + 1]
             s2 += V[c + 2]
@@ -396,7 +396,7 @@ def _tree_inverse_4lanes(C, out, b0, b1, b2, b3, B, leaf_order, parent, first_le
 
 
 @numba.njit(cache=True)
-def _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_order, child_ptr, parent, first_leaf, cnode,
+def _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_order, child_span, parent, first_leaf, cnode,
                 cplus, clast, wplus, wminus):  # fmt: skip
     """Lanes lo..hi-1 on a tree that is not perfect binary, four at a time; a last group of
     fewer repeats its last lane (the same values, written to the same place again)."""
@@ -414,12 +414,12 @@ def _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_order, child_ptr, parent, fi
             _tree_inverse_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, parent, first_leaf,
                                  cnode, cplus, clast, wplus, wminus, scale0, V)  # fmt: skip
         else:
-            _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_ptr, first_leaf,
+            _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_span, first_leaf,
                                  cnode, cplus, wplus, wminus, scale0, V)  # fmt: skip
 
 
 @numba.njit(cache=True)
-def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order, child_ptr,
+def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order, child_span,
                      parent, first_leaf, cnode, cplus, clast, wplus, wminus):  # fmt: skip
     """Transform lanes lo..hi-1 (lane l is X[l // B, :, l % B]): one at a time on a perfect
     binary tree, four at a time on any other (:func:`_tree_lanes`).
@@ -428,7 +428,7 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
     perfect binary trees read and write the lanes without the index array.
     """
     if not dyadic and first_leaf > 0:
-        _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_order, child_ptr, parent, first_leaf,
+        _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_order, child_span, parent, first_leaf,
                     cnode, cplus, clast, wplus, wminus)  # fmt: skip
         return
     scale0 = 1.0 / np.sqrt(n)
@@ -469,11 +469,11 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
 
 
 @numba.njit(cache=True, parallel=True)
-def haar_lanes(X, out, n, B, n_lanes, inverse, dyadic, identity, leaf_order, child_ptr, parent,
+def haar_lanes(X, out, n, B, n_lanes, inverse, dyadic, identity, leaf_order, child_span, parent,
                first_leaf, cnode, cplus, clast, wplus, wminus, n_tasks):  # fmt: skip
     for task in numba.prange(n_tasks):
         lo, hi = _split(task, n_tasks, n_lanes)
-        haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order, child_ptr,
+        haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order, child_span,
                          parent, first_leaf, cnode, cplus, clast, wplus, wminus)  # fmt: skip
 
 

@@ -44,7 +44,7 @@ def _take_slot(free, n_free, n_slots):
 
 
 @numba.njit(cache=True)
-def slot_plan(child_ptr, first_leaf, cnode):
+def slot_plan(child_span, first_leaf, cnode):
     """``(post, pre, fslot, n_fslots, islot, n_islots, kstart, kend)`` of a tree whose
     internal folders are the node ids ``0 .. first_leaf - 1`` (``first_leaf >= 1``)."""
     m = first_leaf
@@ -55,20 +55,20 @@ def slot_plan(child_ptr, first_leaf, cnode):
     nxt = np.empty(m, dtype=np.intp)  # next child to descend into, per folder on the stack
     top = 0
     stack[0] = 0
-    nxt[0] = child_ptr[0]
+    nxt[0] = child_span[0, 0]
     n_post = 0
     n_pre = 1
     pre[0] = 0
     while top >= 0:
         f = stack[top]
         c = nxt[top]
-        while c < child_ptr[f + 1] and c >= first_leaf:
+        while c < child_span[f, 1] and c >= first_leaf:
             c += 1
-        if c < child_ptr[f + 1]:
+        if c < child_span[f, 1]:
             nxt[top] = c + 1
             top += 1
             stack[top] = c
-            nxt[top] = child_ptr[c]
+            nxt[top] = child_span[c, 0]
             pre[n_pre] = c
             n_pre += 1
         else:
@@ -83,7 +83,7 @@ def slot_plan(child_ptr, first_leaf, cnode):
     for i in range(m):
         f = post[i]
         fslot[f], n_free, n_fslots = _take_slot(free, n_free, n_fslots)
-        for c in range(child_ptr[f], child_ptr[f + 1]):
+        for c in range(child_span[f, 0], child_span[f, 1]):
             if c < first_leaf:
                 free[n_free] = fslot[c]
                 n_free += 1
@@ -94,7 +94,7 @@ def slot_plan(child_ptr, first_leaf, cnode):
     n_free = 0
     for i in range(m):
         f = pre[i]
-        for c in range(child_ptr[f], child_ptr[f + 1]):
+        for c in range(child_span[f, 0], child_span[f, 1]):
             if c < first_leaf:
                 islot[c], n_free, n_islots = _take_slot(free, n_free, n_islots)
         free[n_free] = islot[f]
@@ -123,15 +123,15 @@ def _add_row(s, x, first):
 
 
 @numba.njit(cache=True)
-def _forward_block(src, s0, B, dst, W, S, acc, leaf_order, child_ptr, first_leaf, post, fslot,
+def _forward_block(src, s0, B, dst, W, S, acc, leaf_order, child_span, first_leaf, post, fslot,
                    kstart, kend, cplus, wplus, wminus, scale0):  # fmt: skip
     """Coefficients of the W columns from ``s0``: point p at ``src[s0 + p * B :][:W]``,
     coefficient k to ``dst[s0 + k * B :][:W]``."""
     for i in range(post.shape[0]):
         f = post[i]
         s = S[fslot[f], :W]
-        c0 = child_ptr[f]
-        for c in range(c0, child_ptr[f + 1]):
+        c0 = child_span[f, 0]
+        for c in range(c0, child_span[f, 1]):
             # two calls, as below: a leaf row has the data dtype, a folder row float64
             if c >= first_leaf:
                 off = s0 + leaf_order[c - first_leaf] * B
@@ -178,7 +178,7 @@ def _child_total(d, t, dst, s0, B, W, S, leaf_order, first_leaf, islot, c):
 
 
 @numba.njit(cache=True)
-def _inverse_block(src, s0, B, dst, W, S, dv, neg, leaf_order, child_ptr, first_leaf, pre, islot,
+def _inverse_block(src, s0, B, dst, W, S, dv, neg, leaf_order, child_span, first_leaf, pre, islot,
                    kstart, kend, cplus, clast, wplus, wminus, scale0):  # fmt: skip
     """Data of the W columns from ``s0``: coefficient k at ``src[s0 + k * B :][:W]``, point p
     to ``dst[s0 + p * B :][:W]``."""
@@ -195,7 +195,7 @@ def _inverse_block(src, s0, B, dst, W, S, dv, neg, leaf_order, child_ptr, first_
         if kend[f] == k0:  # an only child: the folder's total, plus zero as in the block kernel
             for j in range(W):
                 d[j] = 0.0
-            _child_total(d, t, dst, s0, B, W, S, leaf_order, first_leaf, islot, child_ptr[f])
+            _child_total(d, t, dst, s0, B, W, S, leaf_order, first_leaf, islot, child_span[f, 0])
             continue
         for k in range(k0, kend[f]):
             wp = wplus[k]
@@ -209,7 +209,7 @@ def _inverse_block(src, s0, B, dst, W, S, dv, neg, leaf_order, child_ptr, first_
 
 
 @numba.njit(cache=True)
-def slot_blocks_range(X, out, n, B, width, lo, hi, inverse, leaf_order, child_ptr, first_leaf,
+def slot_blocks_range(X, out, n, B, width, lo, hi, inverse, leaf_order, child_span, first_leaf,
                       cnode, cplus, clast, wplus, wminus, post, pre, fslot, n_fslots, islot,
                       n_islots, kstart, kend):  # fmt: skip
     """Blocks ``lo .. hi - 1`` (block g: ``a = g // per_a``, columns from
@@ -224,15 +224,15 @@ def slot_blocks_range(X, out, n, B, width, lo, hi, inverse, leaf_order, child_pt
         s0 = (g // per_a) * n * B + b0
         W = min(width, B - b0)
         if inverse:
-            _inverse_block(X, s0, B, out, W, S, acc, neg, leaf_order, child_ptr, first_leaf, pre,
+            _inverse_block(X, s0, B, out, W, S, acc, neg, leaf_order, child_span, first_leaf, pre,
                            islot, kstart, kend, cplus, clast, wplus, wminus, scale0)  # fmt: skip
         else:
-            _forward_block(X, s0, B, out, W, S, acc, leaf_order, child_ptr, first_leaf, post,
+            _forward_block(X, s0, B, out, W, S, acc, leaf_order, child_span, first_leaf, post,
                            fslot, kstart, kend, cplus, wplus, wminus, scale0)  # fmt: skip
 
 
 @numba.njit(cache=True, parallel=True)
-def slot_blocks(X, out, n, B, width, n_blocks, inverse, leaf_order, child_ptr, first_leaf, cnode,
+def slot_blocks(X, out, n, B, width, n_blocks, inverse, leaf_order, child_span, first_leaf, cnode,
                 cplus, clast, wplus, wminus, post, pre, fslot, n_fslots, islot, n_islots, kstart,
                 kend, n_tasks):  # fmt: skip
     """:func:`slot_blocks_range` over all ``n_blocks`` blocks, in ``n_tasks`` tasks."""
@@ -240,6 +240,6 @@ def slot_blocks(X, out, n, B, width, n_blocks, inverse, leaf_order, child_ptr, f
         per = (n_blocks + n_tasks - 1) // n_tasks
         lo = task * per
         hi = min(n_blocks, lo + per)
-        slot_blocks_range(X, out, n, B, width, lo, hi, inverse, leaf_order, child_ptr,
+        slot_blocks_range(X, out, n, B, width, lo, hi, inverse, leaf_order, child_span,
                           first_leaf, cnode, cplus, clast, wplus, wminus, post, pre, fslot,
                           n_fslots, islot, n_islots, kstart, kend)  # fmt: skip

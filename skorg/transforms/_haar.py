@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import functools
 import math
-from collections import OrderedDict
-from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -15,6 +12,7 @@ from .._kernels import _haar_rows as _row_kernels
 from .._kernels import _haar_slots as _slot_kernels
 from .._validation import finite_peak, scaled_copy
 from ..trees import PartitionTree
+from ._haar_plan import _get_plan
 
 __all__ = [
     "bihaar_transform",
@@ -29,148 +27,6 @@ __all__ = [
     "multi_haar_transform",
     "trihaar_transform",
 ]
-
-_ORDERS = ("bfs", "reference")
-
-
-@dataclass(frozen=True)
-class _HaarPlan:
-    """Per-coefficient arrays of the Haar basis of one tree in one coefficient order.
-
-    Detail coefficient ``k`` (coefficient ``k + 1`` overall, after psi_0) lives on
-    folder ``cnode[k]`` with '+' child ``cplus[k]`` of size ``s`` and the rest of
-    the folder (size ``M``): ``wplus = M / N`` and ``wminus = s / N`` with
-    ``N = sqrt(s M (s + M))``. ``clast[k]`` is the last sorted child of the folder
-    on its final coefficient, -1 otherwise.
-    """
-
-    leaf_order: np.ndarray
-    child_ptr: np.ndarray
-    parent: np.ndarray
-    first_leaf: int
-    cnode: np.ndarray
-    cplus: np.ndarray
-    clast: np.ndarray
-    wplus: np.ndarray
-    wminus: np.ndarray
-    rank: np.ndarray
-    plus_size: np.ndarray
-    minus_size: np.ndarray
-    dyadic: bool = False
-    identity: bool = False  # the leaf order is 0..n-1
-
-    @functools.cached_property
-    def slot_args(self):
-        """``(post, pre, fslot, n_fslots, islot, n_islots, kstart, kend)``: the depth-first
-        schedule of the kernels across rows (skorg._kernels._haar_slots), made on first use."""
-        return _slot_kernels.slot_plan(self.child_ptr, self.first_leaf, self.cnode)
-
-    def kernel_args(self):
-        return (
-            self.leaf_order,
-            self.child_ptr,
-            self.parent,
-            self.first_leaf,
-            self.cnode,
-            self.cplus,
-            self.clast,
-            self.wplus,
-            self.wminus,
-        )
-
-
-def _node_order(tree, order):
-    """Rank of every node in the folder order of the coefficients."""
-    if order == "bfs":
-        return np.arange(tree.n_nodes)
-    # reference: by level, then by the smallest point index the folder holds
-    min_point = np.empty(tree.n_nodes, dtype=np.intp)
-    for lvl in range(tree.n_levels):
-        nodes = tree.level_nodes(lvl)
-        min_point[nodes] = np.minimum.reduceat(tree.leaf_order, tree.start[nodes])
-    rank = np.empty(tree.n_nodes, dtype=np.intp)
-    rank[np.lexsort((min_point, tree.level))] = np.arange(tree.n_nodes)
-    return rank
-
-
-def _build_plan(tree, order):
-    n_children = tree.n_children
-    node_rank = _node_order(tree, order)
-    kids = np.arange(1, tree.n_nodes)
-    kids = kids[n_children[tree.parent[kids]] >= 2]
-    # children by size descending; among equal sizes the later child (larger id) first
-    kids = kids[np.lexsort((-kids, -tree.size[kids], node_rank[tree.parent[kids]]))]
-    par = tree.parent[kids]
-    group_start = np.flatnonzero(np.r_[kids.shape[0] > 0, par[1:] != par[:-1]])
-    group_len = np.diff(np.r_[group_start, kids.shape[0]])
-    offset = np.repeat(group_start, group_len)
-    rank = np.arange(kids.shape[0]) - offset
-    sizes = tree.size[kids]
-    csum = np.cumsum(sizes)
-    done = csum - np.repeat(csum[group_start] - sizes[group_start], group_len)
-    is_coef = rank < np.repeat(group_len, group_len) - 1
-    s = sizes[is_coef].astype(np.float64)
-    m = (tree.size[par] - done)[is_coef].astype(np.float64)
-    norm = np.sqrt(s * m * (s + m))
-    clast = np.full(s.shape[0], -1, dtype=np.intp)
-    clast[np.cumsum(group_len - 1) - 1] = kids[group_start + group_len - 1]
-    n_levels = tree.n_levels
-    cnode = np.ascontiguousarray(par[is_coef], dtype=np.intp)
-    cplus = np.ascontiguousarray(kids[is_coef], dtype=np.intp)
-    first_leaf = int(tree.level_ptr[n_levels - 1])
-    return _HaarPlan(
-        leaf_order=np.array(tree.leaf_order, dtype=np.intp),
-        child_ptr=np.array(tree.child_ptr, dtype=np.intp),
-        parent=np.array(tree.parent, dtype=np.intp),
-        first_leaf=first_leaf,
-        cnode=cnode,
-        cplus=cplus,
-        clast=clast,
-        wplus=m / norm,
-        wminus=s / norm,
-        rank=rank[is_coef].astype(np.intp),
-        plus_size=sizes[is_coef].astype(np.intp),
-        minus_size=m.astype(np.intp),
-        dyadic=_is_perfect_binary(tree, first_leaf, cnode, cplus),
-        identity=bool(np.array_equal(tree.leaf_order, np.arange(tree.n_points))),
-    )
-
-
-def _is_perfect_binary(tree, first_leaf, cnode, cplus):
-    """A perfect binary tree in canonical coefficient order, where the lifting kernels apply.
-
-    Then node ``k``'s children are ``2k + 1`` and ``2k + 2``, coefficient ``k`` is on folder
-    ``k`` and its '+' child is ``2k + 2`` (the later of two equal halves).
-    """
-    n = tree.n_points
-    if n < 2 or n & (n - 1) or first_leaf != n - 1 or tree.n_nodes != 2 * n - 1:
-        return False
-    k = np.arange(n - 1)
-    return bool(
-        np.array_equal(np.asarray(tree.child_ptr)[:n], 2 * np.arange(n) + 1)
-        and np.array_equal(cnode, k)
-        and np.array_equal(cplus, 2 * k + 2)
-    )
-
-
-_PLAN_CACHE: OrderedDict = OrderedDict()
-_PLAN_CACHE_SIZE = 64
-
-
-def _get_plan(tree, order="bfs"):
-    if order not in _ORDERS:
-        raise ValueError(f"order must be one of {_ORDERS}, got {order!r}.")
-    key = (id(tree), order)
-    hit = _PLAN_CACHE.get(key)
-    # the tree is kept in the entry so that its id cannot be reused while cached
-    if hit is not None and hit[0] is tree:
-        _PLAN_CACHE.move_to_end(key)
-        return hit[1]
-    plan = _build_plan(tree, order)
-    _PLAN_CACHE[key] = (tree, plan)
-    if len(_PLAN_CACHE) > _PLAN_CACHE_SIZE:
-        _PLAN_CACHE.popitem(last=False)
-    return plan
 
 
 # ---------------------------------------------------------------------- validation
@@ -275,14 +131,16 @@ _CHUNK_BYTES = 1 << 20
 
 # Across rows on other trees, the depth-first kernel (skorg._kernels._haar_slots) takes
 # over from the node-by-node one (64 columns, a row per folder or node) from _SLOT_MIN_B
-# columns, or once that one's node rows pass L2 (_SLOT_MIN_FOLDERS internal folders).
-# Below, the data and those rows stay in cache and the older kernel is faster (4096 x 128
-# on a 4096-point tree of wide folders and chains: 1.4 against 2.1 ms); above, it is 2 to
-# 4 times slower (4096 x 1024: 27.6 against 6.7 ms forward, 23.3 against 7.4 inverse).
+# columns, or from _SLOT_MIN_FOLDERS internal folders (chains left out, see
+# skorg.transforms._haar_plan). Below, the older kernel is faster: 4096 x 64 on a 4096-point
+# linkage tree (5155 folders) 1.3 against 4.1 ms forward, n x 16 and n x 64 on trees of
+# 20000 to 31600 folders 1.2 to 2.4 times; above, its node rows no longer pay (47000
+# folders: 37 against 28 ms inverse), and from 256 columns it is 1.3 to 2.4 times slower
+# (4096 x 1024: 24.8 against 10.5 ms).
 # Its blocks are up to _SLOT_WIDTH columns, as wide as its slots (about depth x fan-out rows
 # of that many float64) allow within _SLOT_BYTES, and split so that every thread has one.
 _SLOT_MIN_B = 256
-_SLOT_MIN_FOLDERS = 4096
+_SLOT_MIN_FOLDERS = 32768
 _SLOT_WIDTH = 512
 _SLOT_BYTES = 1 << 20
 
@@ -392,7 +250,7 @@ def _apply_along(X, plan, axis, inverse, out=None):
         slots = plan.slot_args
         width = _slot_width(max(slots[3], slots[5]), A, B, n_threads)
         n_blocks = A * -(-B // width)
-        args = (inverse, plan.leaf_order, plan.child_ptr, plan.first_leaf, plan.cnode,
+        args = (inverse, plan.leaf_order, plan.child_span, plan.first_leaf, plan.cnode,
                 plan.cplus, plan.clast, plan.wplus, plan.wminus, *slots)  # fmt: skip
         if serial:
             _slot_kernels.slot_blocks_range(flat, oflat, n, B, width, 0, n_blocks, *args)
@@ -474,7 +332,7 @@ def _apply_inplace(X, plan, axis, inverse):
 
 
 def _forward_args(p):
-    return p.leaf_order, p.child_ptr, p.first_leaf, p.cnode, p.cplus, p.wplus, p.wminus
+    return p.leaf_order, p.child_span, p.first_leaf, p.cnode, p.cplus, p.wplus, p.wminus
 
 
 def _inverse_args(p):
@@ -597,9 +455,10 @@ def haar_transform(X, tree, *, axis=-1, order="bfs", out=None):
     vectors; vector ``i`` is ``+M_i / N_i`` on child ``i`` and ``-s_i / N_i`` on the
     sorted children after it, with ``s_i`` the size of child ``i``, ``M_i`` the size of
     the children after it and ``N_i = sqrt(s_i M_i (s_i + M_i))``; one-child folders and
-    leaves add no vector. The coefficients come from folder sums accumulated bottom-up,
-    so the cost is O(number of nodes) per vector, at most O(n * depth), and no basis
-    matrix is formed [1]_ [2]_.
+    leaves add no vector. The coefficients come from folder sums accumulated bottom-up over
+    the folders of two or more children (a one-child folder, which the level representation
+    puts on every level a branch skips, holds its child's sum), so the cost is O(n) per
+    vector whatever the depth, and no basis matrix is formed [1]_ [2]_.
 
     The memory access follows the layout: long vectors along a short trailing run (rows of a
     C-ordered matrix) are transformed one at a time in cache, in parallel over vectors (or,
@@ -914,14 +773,14 @@ def haar_coefficient_info(tree, *, order="bfs"):
     _check_tree(tree)
     plan = _get_plan(tree, order)
     n = tree.n_points
-    node = np.r_[0, plan.cnode].astype(np.intp)
+    node = np.r_[0, plan.tree_cnode].astype(np.intp)
     plus_size = np.r_[n, plan.plus_size].astype(np.intp)
     minus_size = np.r_[0, plan.minus_size].astype(np.intp)
     return {
         "node": node,
         "level": np.asarray(tree.level)[node].astype(np.intp),
         "rank": np.r_[-1, plan.rank].astype(np.intp),
-        "plus_node": np.r_[-1, plan.cplus].astype(np.intp),
+        "plus_node": np.r_[-1, plan.tree_cplus].astype(np.intp),
         "plus_size": plus_size,
         "minus_size": minus_size,
         "support": plus_size + minus_size,

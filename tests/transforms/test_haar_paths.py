@@ -68,10 +68,10 @@ LAYOUTS = [
     ((256, 4200), 0),
     ((4, 64, 300), 1),
     # other trees across rows, depth first (skorg._kernels._haar_slots): one row's columns
-    # shared out, two rows, and narrow rows on a tree of more than 4096 folders
+    # shared out, two rows, and narrow rows on a tree of more than 32768 folders
     ((300, 1000), 0),
     ((2, 700, 260), 1),
-    ((9000, 16), 0),
+    ((40000, 16), 0),
     ((1024,), 0),
     # short trailing runs: on perfect binary trees row segments from 8 values per row (4 on
     # 64 leaves or more), by subtrees on a long axis; below that lanes or transposed blocks
@@ -264,7 +264,7 @@ def test_the_depth_first_kernel_keeps_a_few_rows_of_sums():
     plan = haar_module._get_plan(tree)
     post, pre, fslot, n_fslots, islot, n_islots, kstart, kend = plan.slot_args
     inner_children = [
-        int(np.sum(np.arange(plan.child_ptr[f], plan.child_ptr[f + 1]) < plan.first_leaf))
+        int(np.sum(np.arange(*plan.child_span[f]) < plan.first_leaf))
         for f in range(plan.first_leaf)
     ]
     bound = tree.n_levels * max(inner_children)
@@ -285,12 +285,12 @@ def test_the_depth_first_kernel_keeps_a_few_rows_of_sums():
     for f in post:
         assert fslot[f] not in holder
         holder[fslot[f]] = f
-        for c in range(plan.child_ptr[f], plan.child_ptr[f + 1]):
+        for c in range(*plan.child_span[f]):
             if c < plan.first_leaf:
                 assert holder.pop(fslot[c]) == c
     holder = {islot[0]: 0}
     for f in pre:
-        for c in range(plan.child_ptr[f], plan.child_ptr[f + 1]):
+        for c in range(*plan.child_span[f]):
             if c < plan.first_leaf:
                 assert islot[c] not in holder
                 holder[islot[c]] = c
