@@ -308,7 +308,7 @@ def main():
             sweep_section(quick, "--large" in sys.argv)
         finally:
             numba.set_num_threads(threads)
-    print("\n## 3. general trees: cost per level")
+    print("\n## 3. general trees against the dyadic tree, per element and per level")
     general_tree_section()
     print("\n## 4. bi-Haar against PyWavelets along each axis")
     bihaar_section()
