@@ -32,6 +32,9 @@ costs more than the transform.
 import numba
 import numpy as np
 
+# unsigned offsets: numba indexes with them without a negative-index wraparound
+_U = np.uint64
+
 
 @numba.njit(cache=True)
 def _split(task, n_tasks, total):
@@ -265,45 +268,53 @@ def _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_span, firs
     The node loop, its branches and the index loads are shared by the four lanes, whose
     independent sums run side by side; each lane gets the block kernel's operations in its
     order (folder sums child by child, coefficient ``k`` as
-    ``wplus[k] * v - wminus[k] * (S[f] - a)``), so the same coefficients bit for bit.
+    ``wplus[k] * v - wminus[k] * (S[f] - a)``), so the same coefficients bit for bit. The
+    offsets into ``X``, ``V`` and ``out`` are unsigned: a signed one costs a negative-index
+    wraparound per access (1.2-1.5x slower on the trees of ``benchmarks/bench_haar.py``).
     """
-    n = leaf_order.shape[0]
-    for i in range(n):
-        r = leaf_order[i] * B
-        q = 4 * (first_leaf + i)
-        V[q] = X[b0 + r]
-        V[q + 1] = X[b1 + r]
-        V[q + 2] = X[b2 + r]
-        V[q + 3] = X[b3 + r]
+    one, two, three, four = _U(1), _U(2), _U(3), _U(4)
+    B_ = _U(B)
+    o0, o1, o2, o3 = _U(b0), _U(b1), _U(b2), _U(b3)
+    base = four * _U(first_leaf)
+    for i in range(leaf_order.shape[0]):
+        r = _U(leaf_order[i]) * B_
+        q = base + four * _U(i)
+        V[q] = X[o0 + r]
+        V[q + one] = X[o1 + r]
+        V[q + two] = X[o2 + r]
+        V[q + three] = X[o3 + r]
     for node in range(first_leaf - 1, -1, -1):
-        c0 = 4 * child_span[node, 0]
-        s0 = V[c0]
-        s1 = V[c0 + 1]
-        s2 = V[c0 + 2]
-        s3 = V[c0 + 3]
-        for c in range(c0 + 4, 4 * child_span[node, 1], 4):
+        c = four * _U(child_span[node, 0])
+        end = four * _U(child_span[node, 1])
+        s0 = V[c]
+        s1 = V[c + one]
+        s2 = V[c + two]
+        s3 = V[c + three]
+        c += four
+        while c < end:
             s0 += V[c]
-            s1 += V[c + 1]
-            s2 += V[c + 2]
-            s3 += V[c + 3]
-        q = 4 * node
+            s1 += V[c + one]
+            s2 += V[c + two]
+            s3 += V[c + three]
+            c += four
+        q = four * _U(node)
         V[q] = s0
-        V[q + 1] = s1
-        V[q + 2] = s2
-        V[q + 3] = s3
-    out[b0] = V[0] * scale0
-    out[b1] = V[1] * scale0
-    out[b2] = V[2] * scale0
-    out[b3] = V[3] * scale0
+        V[q + one] = s1
+        V[q + two] = s2
+        V[q + three] = s3
+    out[o0] = V[0] * scale0
+    out[o1] = V[1] * scale0
+    out[o2] = V[2] * scale0
+    out[o3] = V[3] * scale0
     prev = -1
     a0 = a1 = a2 = a3 = 0.0
     for k in range(cnode.shape[0]):
         f = cnode[k]
-        cp = 4 * cplus[k]
+        cp = four * _U(cplus[k])
         v0 = V[cp]
-        v1 = V[cp + 1]
-        v2 = V[cp + 2]
-        v3 = V[cp + 3]
+        v1 = V[cp + one]
+        v2 = V[cp + two]
+        v3 = V[cp + three]
         if f != prev:
             prev = f
             a0 = v0
@@ -317,82 +328,85 @@ def _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_span, firs
             a3 += v3
         wp = wplus[k]
         wm = wminus[k]
-        fq = 4 * f
-        o = (k + 1) * B
-        out[b0 + o] = wp * v0 - wm * (V[fq] - a0)
-        out[b1 + o] = wp * v1 - wm * (V[fq + 1] - a1)
-        out[b2 + o] = wp * v2 - wm * (V[fq + 2] - a2)
-        out[b3 + o] = wp * v3 - wm * (V[fq + 3] - a3)
+        fq = four * _U(f)
+        o = (_U(k) + one) * B_
+        out[o0 + o] = wp * v0 - wm * (V[fq] - a0)
+        out[o1 + o] = wp * v1 - wm * (V[fq + one] - a1)
+        out[o2 + o] = wp * v2 - wm * (V[fq + two] - a2)
+        out[o3 + o] = wp * v3 - wm * (V[fq + three] - a3)
 
 
 @numba.njit(cache=True)
 def _tree_inverse_4lanes(C, out, b0, b1, b2, b3, B, leaf_order, parent, first_leaf, cnode, cplus,
                          clast, wplus, wminus, scale0, V):  # fmt: skip
-    """Data of four coefficient vectors on any tree (as :func:`_tree_forward_4lanes`):
-    node values, then totals pushed down from the root."""
+    """Data of four coefficient vectors on any tree (as :func:`_tree_forward_4lanes`, unsigned
+    offsets too): node values, then totals pushed down from the root."""
+    one, two, three, four = _U(1), _U(2), _U(3), _U(4)
+    B_ = _U(B)
+    o0, o1, o2, o3 = _U(b0), _U(b1), _U(b2), _U(b3)
     n_nodes = parent.shape[0]
     for node in range(1, n_nodes):
         p = parent[node]
         if (node == 1 or parent[node - 1] != p) and (node == n_nodes - 1 or parent[node + 1] != p):
-            q = 4 * node
-            V[q] = V[q + 1] = V[q + 2] = V[q + 3] = 0.0
-    V[0] = np.float64(C[b0]) * scale0
-    V[1] = np.float64(C[b1]) * scale0
-    V[2] = np.float64(C[b2]) * scale0
-    V[3] = np.float64(C[b3]) * scale0
+            q = four * _U(node)
+            V[q] = V[q + one] = V[q + two] = V[q + three] = 0.0
+    V[0] = np.float64(C[o0]) * scale0
+    V[1] = np.float64(C[o1]) * scale0
+    V[2] = np.float64(C[o2]) * scale0
+    V[3] = np.float64(C[o3]) * scale0
     prev = -1
     g0 = g1 = g2 = g3 = 0.0
     for k in range(cnode.shape[0]):
         f = cnode[k]
-        o = (k + 1) * B
-        k0 = np.float64(C[b0 + o])
-        k1 = np.float64(C[b1 + o])
-        k2 = np.float64(C[b2 + o])
-        k3 = np.float64(C[b3 + o])
+        o = (_U(k) + one) * B_
+        k0 = np.float64(C[o0 + o])
+        k1 = np.float64(C[o1 + o])
+        k2 = np.float64(C[o2 + o])
+        k3 = np.float64(C[o3 + o])
         wp = wplus[k]
         wm = wminus[k]
-        cp = 4 * cplus[k]
+        cp = four * _U(cplus[k])
         if f != prev:
             prev = f
             V[cp] = wp * k0
-            V[cp + 1] = wp * k1
-            V[cp + 2] = wp * k2
-            V[cp + 3] = wp * k3
+            V[cp + one] = wp * k1
+            V[cp + two] = wp * k2
+            V[cp + three] = wp * k3
             g0 = -(wm * k0)
             g1 = -(wm * k1)
             g2 = -(wm * k2)
             g3 = -(wm * k3)
         else:
             V[cp] = g0 + wp * k0
-            V[cp + 1] = g1 + wp * k1
-            V[cp + 2] = g2 + wp * k2
-            V[cp + 3] = g3 + wp * k3
+            V[cp + one] = g1 + wp * k1
+            V[cp + two] = g2 + wp * k2
+            V[cp + three] = g3 + wp * k3
             g0 -= wm * k0
             g1 -= wm * k1
             g2 -= wm * k2
             g3 -= wm * k3
         last = clast[k]
         if last >= 0:
-            q = 4 * last
+            q = four * _U(last)
             V[q] = g0
-            V[q + 1] = g1
-            V[q + 2] = g2
-            V[q + 3] = g3
+            V[q + one] = g1
+            V[q + two] = g2
+            V[q + three] = g3
     for node in range(1, first_leaf):
-        q = 4 * node
-        r = 4 * parent[node]
+        q = four * _U(node)
+        r = four * _U(parent[node])
         V[q] += V[r]
-        V[q + 1] += V[r + 1]
-        V[q + 2] += V[r + 2]
-        V[q + 3] += V[r + 3]
+        V[q + one] += V[r + one]
+        V[q + two] += V[r + two]
+        V[q + three] += V[r + three]
     for node in range(first_leaf, n_nodes):
-        q = 4 * node
-        r = 4 * parent[node]
-        o = leaf_order[node - first_leaf] * B
-        out[b0 + o] = V[q] + V[r]
-        out[b1 + o] = V[q + 1] + V[r + 1]
-        out[b2 + o] = V[q + 2] + V[r + 2]
-        out[b3 + o] = V[q + 3] + V[r + 3]
+        q = four * _U(node)
+        r = four * _U(parent[node])
+        o = _U(leaf_order[node - first_leaf]) * B_
+        out[o0 + o] = V[q] + V[r]
+        out[o1 + o] = V[q + one] + V[r + one]
+        out[o2 + o] = V[q + two] + V[r + two]
+        out[o3 + o] = V[q + three] + V[r + three]
 
 
 @numba.njit(cache=True)
