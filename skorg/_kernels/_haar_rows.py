@@ -50,9 +50,9 @@ def _pair_level(src, dst, y, k, w, h):
     folder of a level are this one number). The indices are unsigned, so they need no
     negative-index wraparound and the loop compiles to SIMD code; writing at ``k`` rather
     than into a slice of y spares a slice per level, which costs more than a short level."""
-    k = np.uint64(k)
-    one = np.uint64(1)
-    for j in range(np.uint64(h)):
+    k = _U(k)
+    one = _U(1)
+    for j in range(_U(h)):
         a = np.float64(src[j + j])
         b = np.float64(src[j + j + one])
         s = a + b
