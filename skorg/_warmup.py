@@ -60,11 +60,12 @@ def _calls():
     tensor = rng.random((20, 18, 6))
 
     def haar():
-        # every path of the one-axis transform (long and short lanes, row segments; perfect
-        # binary and other trees; serial and, from 2^20 values, parallel) and the fused N-D one
+        # every path of the one-axis transform (long and short lanes, blocks of short rows,
+        # row segments; perfect binary and other trees; serial and, from 2^17 values,
+        # parallel) and the fused N-D one
         for dtype in (np.float64, np.float32):
             for shape, axis in (((4, 512), 1), ((8, 40), 1), ((512, 20), 0), ((1024, 1024), 1),
-                                ((1024, 1024), 0)):  # fmt: skip
+                                ((1024, 1024), 0), ((16, 16), 1), ((16384, 16), 1)):  # fmt: skip
                 X = rng.normal(size=shape).astype(dtype)
                 n = shape[axis]
                 for m in (n, n - 1):

@@ -81,11 +81,18 @@ LAYOUTS = [
     ((1024, 12), 0),
     ((40, 16, 4), 1),
     ((30, 64, 2), 1),
-    # one vector at a time also for a handful of short vectors, and on perfect binary trees
-    # from 128 leaves
+    # one vector at a time also for a handful of short vectors
     ((64, 128), 1),
     ((3, 40), 1),
     ((2, 24, 2), 1),
+    # rows of up to 256 values on perfect binary trees: blocks of rows (skorg._kernels.
+    # _haar_short), whole blocks and a shorter last one, one row, a 1-D vector of 2
+    ((1100, 8), 1),
+    ((33, 64), 1),
+    ((9, 256), 1),
+    ((5000, 2), 1),
+    ((7, 3, 16), 2),
+    ((2,), 0),
 ]
 
 
@@ -139,12 +146,13 @@ def test_short_trailing_runs_take_the_row_segment_kernel_from_eight_values(shape
 
 @pytest.mark.parametrize(
     ("shape", "dyadic_lanes", "other_lanes"),
-    [((64, 128), True, False), ((3, 40), True, True), ((1024, 64), False, False),
-     ((8, 300), True, True), ((7,), True, True)],
+    [((64, 1024), True, True), ((64, 128), False, False), ((3, 40), False, True),
+     ((1024, 64), False, False), ((8, 300), False, True), ((7,), False, True),
+     ((2, 600), True, True)],
 )  # fmt: skip
-def test_vectors_go_one_at_a_time_when_long_few_or_on_perfect_binary_trees(
-    shape, dyadic_lanes, other_lanes
-):
+def test_vectors_go_one_at_a_time_when_long_or_few(shape, dyadic_lanes, other_lanes):
+    """Perfect binary trees take this kernel only on rows longer than the short-row
+    kernel's (see the next test)."""
     kernels = haar_module._row_kernels
     X = np.random.default_rng(4).normal(size=shape)
     n = shape[-1]
@@ -155,6 +163,50 @@ def test_vectors_go_one_at_a_time_when_long_few_or_on_perfect_binary_trees(
             C = haar_transform(Y, tree)
         assert spy.called == expected, (shape, tree.n_points)
         np.testing.assert_array_equal(C, _block_reference(Y, tree, Y.ndim - 1, False))
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize(
+    ("shape", "axis", "short"),
+    [((100, 2), 1, True), ((64, 128), 1, True), ((3, 256), 1, True), ((4,), 0, True),
+     ((2, 5, 32), 2, True), ((4, 512), 1, False), ((64, 16), 0, False), ((16, 64, 2), 1, False),
+     ((1,), 0, False)],
+)  # fmt: skip
+def test_short_rows_on_perfect_binary_trees_go_a_block_of_rows_at_a_time(
+    shape, axis, short, inverse
+):
+    kernels = haar_module._short_kernels
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=shape)
+    n = shape[axis]
+    for tree in (dyadic_tree(n), dyadic_tree(rng.permutation(n))):
+        func = inverse_haar_transform if inverse else haar_transform
+        with mock.patch.object(kernels, "short_rows_range", wraps=kernels.short_rows_range) as spy:
+            Y = func(X, tree, axis=axis)
+        assert spy.called == short
+        np.testing.assert_array_equal(Y, _block_reference(X, tree, axis, inverse))
+    # other trees and the reference order of a shuffled tree are not perfect binary plans
+    if n >= 4:
+        with mock.patch.object(kernels, "short_rows_range") as spy:
+            haar_transform(X, dyadic_tree(rng.permutation(n)), axis=axis, order="reference")
+            haar_transform(X, _wide_tree(n, 2), axis=axis)
+        assert not spy.called
+
+
+def test_short_rows_in_parallel_equal_the_serial_kernel():
+    kernels = haar_module._short_kernels
+    rng = np.random.default_rng(6)
+    for n in (2, 16, 256):
+        X = rng.normal(size=((1 << 18) // n + 5, n)).astype(np.float32)
+        tree = dyadic_tree(rng.permutation(n))
+        with mock.patch.object(kernels, "short_rows", wraps=kernels.short_rows) as spy:
+            C = haar_transform(X, tree)
+            back = inverse_haar_transform(C, tree)
+        assert spy.call_count == (2 if numba.get_num_threads() > 1 else 0)
+        with mock.patch.object(haar_module, "_SERIAL_SIZE", 1 << 40):
+            np.testing.assert_array_equal(C, haar_transform(X, tree))
+            np.testing.assert_array_equal(back, inverse_haar_transform(C, tree))
+        np.testing.assert_array_equal(C, _block_reference(X, tree, 1, False))
 
 
 def test_perfect_binary_trees_take_the_lifting_kernels():
