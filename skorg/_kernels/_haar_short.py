@@ -165,8 +165,8 @@ def _inverse_block(C, out, n, r0, r1, leaf_order, wplus, scale0, identity, g, t,
 @numba.njit(cache=True)
 def short_rows_range(X, out, n, lo, hi, inverse, identity, leaf_order, wplus):
     """Transform rows lo..hi-1 of ``n`` values (``n >= 2`` a power of two), blocks of
-    ``BLOCK_VALUES // n`` rows at a time."""
-    R = max(1, BLOCK_VALUES // n)
+    ``BLOCK_VALUES // n`` rows (or all of them, when fewer) at a time."""
+    R = max(1, min(BLOCK_VALUES // n, hi - lo))  # no larger buffers than the rows need
     half = R * n // 2
     t = np.empty(half, dtype=np.float64)
     u = np.empty(half, dtype=np.float64)

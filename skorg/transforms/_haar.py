@@ -165,7 +165,8 @@ def _slot_width(n_slots, A, B, n_threads):
 def _one_lane_at_a_time(plan, n, n_lanes):
     """Whether the vector-at-a-time kernel beats the 64-lane transposed blocks: on long
     vectors, on a handful of vectors (a block would be mostly empty, its buffers made for
-    64), and on perfect binary trees from 128 leaves (the lifting levels are contiguous)."""
+    64), and on perfect binary trees from 128 leaves (the lifting levels are contiguous;
+    rows of up to _SHORT_MAX_N values on these trees take the short-row kernel first)."""
     return n >= _LANE_MIN_N or n_lanes <= _FEW_LANES or (plan.dyadic and n >= _LANE_MIN_N // 2)
 
 
@@ -477,7 +478,9 @@ def haar_transform(X, tree, *, axis=-1, order="bfs", out=None):
 
     The memory access follows the layout: long vectors along a short trailing run (rows of a
     C-ordered matrix) are transformed one at a time in cache, in parallel over vectors (or,
-    for fewer vectors than threads, over subtrees); across rows whole rows (up to 4096
+    for fewer vectors than threads, over subtrees), and on perfect binary trees rows of up
+    to 256 values a block of rows at a time, each level one loop over the pairs of all the
+    block's rows, which lie end to end; across rows whole rows (up to 4096
     values) are combined, subtree by subtree so that the level buffers stay in cache, and on
     perfect binary trees so are rows of as few as 8 values (a middle axis before a short
     one);
