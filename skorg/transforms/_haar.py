@@ -114,12 +114,18 @@ _SLOT_SERIAL_FACTOR = 8
 # block at once: 1.5-6x faster than the transposed blocks below 128 values and than the
 # vector-at-a-time lifting up to here
 _SHORT_MAX_N = 256
-# lanes at least this long are transformed one at a time (see skorg._kernels._haar_rows);
-# shorter ones go 64 at a time through the transposed blocks of skorg._kernels._haar, whose
-# buffers (3 n x 64 float64) stay in L2 up to here and which are faster on short lanes
-_LANE_MIN_N = 256
-# ... and so are up to this many vectors of any length (a 64-lane block would be mostly empty)
+# Vectors along a short trailing run (B < 16) that are not rows of the short-row kernel go
+# one at a time (skorg._kernels._haar_rows) when there are at most this many of them (a
+# 64-lane block of skorg._kernels._haar would be mostly empty) ...
 _FEW_LANES = 4
+# ... on perfect binary trees from this many leaves (the lifting levels of one vector are
+# contiguous; on shorter vectors, e.g. a trailing run of 2 or 3, the 64-lane transposed
+# blocks are up to 6x faster) ...
+_DYADIC_LANE_MIN_N = 128
+# ... and on other trees from this many points, four vectors at a time through the node
+# sums: 1.1-1.8x faster than the transposed blocks from 24 to 200 values along rows, up to
+# 3x with a trailing run of 3 or 12 (both even on 16 values)
+_TREE_LANE_MIN_N = 24
 # on perfect binary trees the row-segment kernel takes trailing runs from this many values
 # (from half as many on trees of at least _ROW_BLOCK_MIN_N leaves); see _dyadic_row_blocks
 _ROW_BLOCK_MIN_B = 8
@@ -163,11 +169,17 @@ def _slot_width(n_slots, A, B, n_threads):
 
 
 def _one_lane_at_a_time(plan, n, n_lanes):
-    """Whether the vector-at-a-time kernel beats the 64-lane transposed blocks: on long
-    vectors, on a handful of vectors (a block would be mostly empty, its buffers made for
-    64), and on perfect binary trees from 128 leaves (the lifting levels are contiguous;
-    rows of up to _SHORT_MAX_N values on these trees take the short-row kernel first)."""
-    return n >= _LANE_MIN_N or n_lanes <= _FEW_LANES or (plan.dyadic and n >= _LANE_MIN_N // 2)
+    """Whether the vector-at-a-time kernel beats the 64-lane transposed blocks: on a handful
+    of vectors (a block would be mostly empty, its buffers made for 64), on other trees than
+    perfect binary ones from _TREE_LANE_MIN_N values (four vectors at a time), and on
+    perfect binary trees from _DYADIC_LANE_MIN_N leaves (one vector at a time, whose lifting
+    levels are contiguous; rows of up to _SHORT_MAX_N values on these trees take the
+    short-row kernel first)."""
+    if n_lanes <= _FEW_LANES:
+        return True
+    if plan.dyadic:
+        return n >= _DYADIC_LANE_MIN_N
+    return n >= _TREE_LANE_MIN_N
 
 
 def _dyadic_row_blocks(n, B):

@@ -51,11 +51,12 @@ def _trees(n, rng):
     }
 
 
-# (shape, axis): lanes one at a time (B == 1 and 1 < B < 16 with n >= 256), long lanes by
-# subtrees (n > 2^14; fewer lanes than threads: the subtrees in parallel), short lanes in
-# transposed blocks (n < 256), row segments (B >= 16; from n = 256 by subtrees, 2 and 16
-# of them here, and with fewer blocks than threads the subtrees in parallel; blocks of 4096
-# columns and a narrower last one), a 1-D vector
+# (shape, axis): lanes one at a time (B < 16: other trees from n = 24, perfect binary ones
+# from 128 unless rows of the short-row kernel), long lanes by subtrees (n > 2^14; fewer
+# lanes than threads: the subtrees in parallel), short lanes in transposed blocks (shorter
+# ones, e.g. (1024, 12) along axis 1 on the wide tree), row segments (B >= 16; from
+# n = 256 by subtrees, 2 and 16 of them here, and with fewer blocks than threads the
+# subtrees in parallel; blocks of 4096 columns and a narrower last one), a 1-D vector
 LAYOUTS = [
     ((6, 512), 1),
     ((2, 1 << 15), 1),
@@ -93,6 +94,10 @@ LAYOUTS = [
     ((5000, 2), 1),
     ((7, 3, 16), 2),
     ((2,), 0),
+    # short vectors on other trees: four at a time from 24 points, transposed blocks below
+    ((500, 24, 3), 1),
+    ((300, 23), 1),
+    ((200, 12), 1),
 ]
 
 
@@ -146,13 +151,14 @@ def test_short_trailing_runs_take_the_row_segment_kernel_from_eight_values(shape
 
 @pytest.mark.parametrize(
     ("shape", "dyadic_lanes", "other_lanes"),
-    [((64, 1024), True, True), ((64, 128), False, False), ((3, 40), False, True),
-     ((1024, 64), False, False), ((8, 300), False, True), ((7,), False, True),
-     ((2, 600), True, True)],
+    [((64, 1024), True, True), ((64, 128), False, True), ((3, 40), False, True),
+     ((1024, 64), False, True), ((8, 300), False, True), ((7,), False, True),
+     ((2, 600), True, True), ((1024, 24), False, True), ((1024, 23), False, False),
+     ((512, 16), False, False)],
 )  # fmt: skip
 def test_vectors_go_one_at_a_time_when_long_or_few(shape, dyadic_lanes, other_lanes):
     """Perfect binary trees take this kernel only on rows longer than the short-row
-    kernel's (see the next test)."""
+    kernel's (see the next test); other trees from 24 points, or on a handful of vectors."""
     kernels = haar_module._row_kernels
     X = np.random.default_rng(4).normal(size=shape)
     n = shape[-1]
