@@ -14,7 +14,8 @@ the 1.3e8-element sweep point, about 3 GB). Needs the ``bench`` extra (PyWavelet
    copies at the largest size; then the same transforms writing into a reused array
    (``out=``), whose pages the operating system need not clear, beside ``np.copyto``.
 3. General trees (wide folders and chains; linkage trees, whose level representation pads
-   every branch with one-child chains) against the dyadic tree, per element and per level.
+   every branch with one-child chains) against the dyadic tree, per element and per level,
+   on 4096 points and on short rows of 256.
 4. The bi-Haar against PyWavelets applied along each axis in turn, and the 1-D, bi- and
    tri-Haar against the dense-basis einsum (BLAS) baseline.
 
@@ -271,6 +272,31 @@ def general_tree_section():
             print(f"{name + f' axis {axis}':<34} {depth:>6} {tree.n_nodes:>6} {t * 1e3:8.2f} "
                   f"{t / X.size * 1e9:7.3f} {t / base[axis]:9.2f} "
                   f"{t / X.size / depth * 1e9:12.3f}")  # fmt: skip
+    # short rows: the perfect binary tree's rows go a block at a time, other trees' rows
+    # four at a time
+    n = 256
+    X = rng.normal(size=(4096, n))
+    points = rng.normal(size=(n, 3))
+    levels = [np.zeros(n, dtype=int)]
+    for _ in range(3):
+        levels.append(levels[-1] * 4 + rng.integers(0, 4, size=n))
+    levels.append(np.arange(n))
+    short_trees = (
+        ("dyadic", dyadic_tree(n)),
+        ("wide folders + chains", PartitionTree.from_levels(np.array(levels))),
+        ("linkage (average)", linkage_tree(points, method="average")),
+        ("linkage (ward)", linkage_tree(points, method="ward")),
+    )
+    print(f"{'tree (256 points, 4096 rows)':<34} {'levels':>6} {'nodes':>6} {'ms':>8} "
+          f"{'ns/el':>7} {'x dyadic':>9} {'ns/el/level':>12}")  # fmt: skip
+    base = None
+    for name, tree in short_trees:
+        t = best_time(lambda: haar_transform(X, tree))  # noqa: B023
+        base = base or t
+        depth = tree.n_levels - 1
+        print(f"{name + ' axis 1':<34} {depth:>6} {tree.n_nodes:>6} {t * 1e3:8.2f} "
+              f"{t / X.size * 1e9:7.3f} {t / base:9.2f} "
+              f"{t / X.size / depth * 1e9:12.3f}")  # fmt: skip
 
 
 def separable_pywt(X):
