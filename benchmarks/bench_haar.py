@@ -245,58 +245,53 @@ def sweep_section(quick, large):
     print(f"  at {sizes[-1]} elements, time / np.copyto's time: {ratios}")
 
 
-def general_tree_section():
-    rng = np.random.default_rng(2)
-    n = 4096
-    X = rng.normal(size=(1024, n))
+def _general_trees(n, rng, depth, fanout):
+    """The dyadic tree and three others on n points: random nested labels (wide folders and
+    one-child chains) and two linkage trees, whose level representation pads every branch
+    with one-child chains."""
     levels = [np.zeros(n, dtype=int)]
-    for _ in range(5):
-        levels.append(levels[-1] * 5 + rng.integers(0, 5, size=n))
+    for _ in range(depth):
+        levels.append(levels[-1] * fanout + rng.integers(0, fanout, size=n))
     levels.append(np.arange(n))
     points = rng.normal(size=(n, 3))
-    trees = (
+    return (
         ("dyadic", dyadic_tree(n)),
         ("wide folders + chains", PartitionTree.from_levels(np.array(levels))),
-        # binary trees whose level representation pads every branch with one-child chains
         ("linkage (average)", linkage_tree(points, method="average")),
         ("linkage (ward)", linkage_tree(points, method="ward")),
     )
-    print(f"{'tree (4096 points, 1024 rows)':<34} {'levels':>6} {'nodes':>6} {'ms':>8} "
+
+
+def _general_tree_table(title, trees, layouts):
+    """Time per element of each tree against the first (dyadic) one, per layout."""
+    print(f"{title:<34} {'levels':>6} {'nodes':>6} {'ms':>8} "
           f"{'ns/el':>7} {'x dyadic':>9} {'ns/el/level':>12}")  # fmt: skip
     base = {}
     for name, tree in trees:
-        for axis, Y in ((1, X), (0, X.T.copy())):
+        for axis, Y in layouts:
             t = best_time(lambda: haar_transform(Y, tree, axis=axis))  # noqa: B023
             base.setdefault(axis, t)
             depth = tree.n_levels - 1
             print(f"{name + f' axis {axis}':<34} {depth:>6} {tree.n_nodes:>6} {t * 1e3:8.2f} "
-                  f"{t / X.size * 1e9:7.3f} {t / base[axis]:9.2f} "
-                  f"{t / X.size / depth * 1e9:12.3f}")  # fmt: skip
+                  f"{t / Y.size * 1e9:7.3f} {t / base[axis]:9.2f} "
+                  f"{t / Y.size / depth * 1e9:12.3f}")  # fmt: skip
+
+
+def general_tree_section():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(1024, 4096))
+    _general_tree_table(
+        "tree (4096 points, 1024 rows)",
+        _general_trees(4096, rng, depth=5, fanout=5),
+        ((1, X), (0, X.T.copy())),
+    )
     # short rows: the perfect binary tree's rows go a block at a time, other trees' rows
     # four at a time
-    n = 256
-    X = rng.normal(size=(4096, n))
-    points = rng.normal(size=(n, 3))
-    levels = [np.zeros(n, dtype=int)]
-    for _ in range(3):
-        levels.append(levels[-1] * 4 + rng.integers(0, 4, size=n))
-    levels.append(np.arange(n))
-    short_trees = (
-        ("dyadic", dyadic_tree(n)),
-        ("wide folders + chains", PartitionTree.from_levels(np.array(levels))),
-        ("linkage (average)", linkage_tree(points, method="average")),
-        ("linkage (ward)", linkage_tree(points, method="ward")),
+    _general_tree_table(
+        "tree (256 points, 4096 rows)",
+        _general_trees(256, rng, depth=3, fanout=4),
+        ((1, rng.normal(size=(4096, 256))),),
     )
-    print(f"{'tree (256 points, 4096 rows)':<34} {'levels':>6} {'nodes':>6} {'ms':>8} "
-          f"{'ns/el':>7} {'x dyadic':>9} {'ns/el/level':>12}")  # fmt: skip
-    base = None
-    for name, tree in short_trees:
-        t = best_time(lambda: haar_transform(X, tree))  # noqa: B023
-        base = base or t
-        depth = tree.n_levels - 1
-        print(f"{name + ' axis 1':<34} {depth:>6} {tree.n_nodes:>6} {t * 1e3:8.2f} "
-              f"{t / X.size * 1e9:7.3f} {t / base:9.2f} "
-              f"{t / X.size / depth * 1e9:12.3f}")  # fmt: skip
 
 
 def separable_pywt(X):

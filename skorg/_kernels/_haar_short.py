@@ -28,73 +28,41 @@ BLOCK_VALUES = 2048
 
 
 @numba.njit(cache=True)
-def _into_rows(d, out, o0, R, h, n):
-    """``out[o0 + r * n + h + j] = d[r * h + j]``: a level's coefficients into their rows
-    (short levels written out value by value, which beats a loop of one to four)."""
+def _copy_runs(src, s0, s_step, dst, d0, d_step, R, h):
+    """``dst[d0 + r * d_step + j] = src[s0 + r * s_step + j]`` for R runs of h values: a
+    level's coefficients into their rows (``src`` the level's flat buffer, ``s_step = h``)
+    or out of them (``dst`` the buffer, float64). Runs of 1, 2 and 4 are written out value
+    by value, which beats a loop of one to four."""
     one, two, three = _U(1), _U(2), _U(3)
-    hu = _U(h)
-    nu = _U(n)
-    o = _U(o0) + hu
-    q = _U(0)
+    s = _U(s0)
+    d = _U(d0)
+    ss = _U(s_step)
+    ds = _U(d_step)
     if h == 1:
-        for r in range(_U(R)):
-            out[o] = d[r]
-            o += nu
+        for _r in range(_U(R)):
+            dst[d] = src[s]
+            s += ss
+            d += ds
     elif h == 2:
         for _r in range(_U(R)):
-            out[o] = d[q]
-            out[o + one] = d[q + one]
-            o += nu
-            q += hu
+            dst[d] = src[s]
+            dst[d + one] = src[s + one]
+            s += ss
+            d += ds
     elif h == 4:
         for _r in range(_U(R)):
-            out[o] = d[q]
-            out[o + one] = d[q + one]
-            out[o + two] = d[q + two]
-            out[o + three] = d[q + three]
-            o += nu
-            q += hu
+            dst[d] = src[s]
+            dst[d + one] = src[s + one]
+            dst[d + two] = src[s + two]
+            dst[d + three] = src[s + three]
+            s += ss
+            d += ds
     else:
         for _r in range(_U(R)):
-            for j in range(hu):
-                out[o + j] = d[q + j]
-            o += nu
-            q += hu
-
-
-@numba.njit(cache=True)
-def _from_rows(C, d, o0, R, h, n):
-    """``d[r * h + j] = C[o0 + r * n + h + j]`` in float64: a level's coefficients gathered
-    from their rows (the mirror of :func:`_into_rows`)."""
-    one, two, three = _U(1), _U(2), _U(3)
-    hu = _U(h)
-    nu = _U(n)
-    o = _U(o0) + hu
-    q = _U(0)
-    if h == 1:
-        for r in range(_U(R)):
-            d[r] = np.float64(C[o])
-            o += nu
-    elif h == 2:
-        for _r in range(_U(R)):
-            d[q] = np.float64(C[o])
-            d[q + one] = np.float64(C[o + one])
-            o += nu
-            q += hu
-    elif h == 4:
-        for _r in range(_U(R)):
-            d[q] = np.float64(C[o])
-            d[q + one] = np.float64(C[o + one])
-            d[q + two] = np.float64(C[o + two])
-            d[q + three] = np.float64(C[o + three])
-            o += nu
-            q += hu
-    else:
-        for _r in range(_U(R)):
-            for j in range(hu):
-                d[q + j] = np.float64(C[o + j])
-            o += nu
-            q += hu
+            for j in range(_U(h)):
+                dst[d + j] = src[s + j]
+            s += ss
+            d += ds
 
 
 @numba.njit(cache=True)
@@ -125,11 +93,11 @@ def _forward_block(X, out, n, r0, r1, leaf_order, wplus, scale0, identity, g, t,
             for i in range(n):
                 g[q + i] = X[o + leaf_order[i]]
         _pair_level(g, t, d, 0, wplus[h - 1], R * h)
-    _into_rows(d, out, base, R, h, n)
+    _copy_runs(d, 0, h, out, base + h, n, R, h)
     h >>= 1
     while h >= 1:
         _pair_level(t, u, d, 0, wplus[h - 1], R * h)
-        _into_rows(d, out, base, R, h, n)
+        _copy_runs(d, 0, h, out, base + h, n, R, h)
         t, u = u, t
         h >>= 1
     for r in range(R):
@@ -146,11 +114,11 @@ def _inverse_block(C, out, n, r0, r1, leaf_order, wplus, scale0, identity, g, t,
         t[r] = np.float64(C[base + r * n]) * scale0
     h = 1
     while h < n >> 1:
-        _from_rows(C, d, base, R, h, n)
+        _copy_runs(C, base + h, n, d, 0, h, R, h)
         _unpair_flat(t, u, d, wplus[h - 1], R * h)
         t, u = u, t
         h <<= 1
-    _from_rows(C, d, base, R, h, n)
+    _copy_runs(C, base + h, n, d, 0, h, R, h)
     if identity:
         _unpair_flat(t, out[base : base + R * n], d, wplus[h - 1], R * h)
     else:
