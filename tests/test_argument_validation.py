@@ -116,6 +116,34 @@ def test_finite_peak_is_the_largest_magnitude_without_temporaries():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [1, 2, 7, 4096, (1 << 21) + 5])
+def test_plain_magnitude_is_exactly_where_scaled_copy_leaves_the_data(dtype, n):
+    """plain_magnitude(X) is True exactly when X is finite and scaled_copy returns X itself
+    (peak not zero): at the boundaries 2**-401 and 2**400 of the float64 range, for zeros,
+    subnormals, NaN and infinities at any place, C and Fortran order."""
+    from skorg._validation import finite_peak, plain_magnitude, scaled_copy
+
+    rng = np.random.default_rng(n)
+    info = np.finfo(dtype)
+    values = [0.0, -0.0, info.smallest_subnormal, info.tiny, 1.0, -3.5, info.max]
+    if dtype == np.float64:
+        values += [2.0**-401, np.nextafter(2.0**-401, 0), 2.0**400, np.nextafter(2.0**400, 0)]
+        values += [-(2.0**-401), 2.0**-900, 2.0**900]
+    values += [np.nan, np.inf, -np.inf]
+    for value in values:
+        for where in {0, n // 2, n - 1}:
+            X = np.zeros(n, dtype=dtype)
+            X[where] = value  # the peak, or NaN
+            peak = finite_peak(X)
+            expected = bool(np.isfinite(peak)) and peak > 0 and scaled_copy(X, peak=peak)[0] is X
+            assert plain_magnitude(X) is expected, (value, where)
+    M = np.asfortranarray(rng.normal(size=(3, max(n // 3, 1))).astype(dtype))
+    assert plain_magnitude(M) is True
+    M[-1, 0] = np.nan
+    assert plain_magnitude(M) is False
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n", [(1 << 20) + 3, (1 << 21) + 5])
 def test_the_one_pass_peak_kernel_equals_the_two_reductions(dtype, n):
     # large contiguous float arrays take the compiled one-pass kernel (serial below 2**21

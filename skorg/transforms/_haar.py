@@ -11,9 +11,9 @@ from .._kernels import _haar as _kernels
 from .._kernels import _haar_rows as _row_kernels
 from .._kernels import _haar_short as _short_kernels
 from .._kernels import _haar_slots as _slot_kernels
-from .._validation import finite_peak, scaled_copy
+from .._validation import finite_peak, plain_magnitude, scaled_copy
 from ..trees import PartitionTree
-from ._haar_plan import _get_plan
+from ._haar_plan import _ORDERS, _get_plan
 
 __all__ = [
     "bihaar_transform",
@@ -216,7 +216,7 @@ def _apply_along(X, plan, axis, inverse, out=None):
     # Python integers: no overflow, and a fraction of np.prod's call cost on small arrays
     A = math.prod(shape[:axis])
     B = math.prod(shape[axis + 1 :])
-    flat = np.ascontiguousarray(X).reshape(-1)
+    flat = X.ravel()  # a view of C-ordered X, else a C-ordered copy
     if out is None:
         out = np.empty(shape, dtype=X.dtype)
     oflat = out.reshape(-1)
@@ -387,6 +387,35 @@ def _along(X, plan, axis, inverse, peak=None, out=None):
     return C if out is None else out  # out itself, not a view of it, as NumPy's out= gives
 
 
+def _plain_along(X, tree, axis, order, inverse):
+    """The transform of the common call, or None.
+
+    The common call is a finite ndarray of float32 or float64 in native byte order, C- or
+    F-contiguous, non-empty, of ordinary magnitude, on a PartitionTree that fits, along an
+    int axis, in a known order, with no ``out``. Its checks are done here inline: on small
+    arrays the general path's layers of checks cost several times the transform. For
+    anything else, None: the caller takes the general path, which raises the errors. The
+    result is the general path's, bit for bit (the same kernels, and no scaling at these
+    magnitudes).
+    """
+    if type(X) is not np.ndarray or type(tree) is not PartitionTree or type(axis) is not int:
+        return None
+    dtype = X.dtype
+    ndim = X.ndim
+    if (
+        (dtype != _FLOAT64 and dtype != _FLOAT32)
+        or not -ndim <= axis < ndim
+        or X.size == 0
+        or not (X.flags.c_contiguous or X.flags.f_contiguous)
+        or tree.n_points != X.shape[axis]
+        or order not in _ORDERS
+    ):
+        return None
+    if not plain_magnitude(X):  # NaN, infinity, all zero or extreme: the general path
+        return None
+    return _apply_along(X, _get_plan(tree, order), axis % ndim, inverse)
+
+
 def _writes_into(X, out):
     """Whether :func:`_apply_along` can write X's transform straight into ``out``."""
     if np.may_share_memory(X, out):
@@ -521,6 +550,10 @@ def haar_transform(X, tree, *, axis=-1, order="bfs", out=None):
     >>> haar_transform(np.array([1.0, 1.0, 3.0, 3.0]), dyadic_tree(4)).round(6)
     array([4., 2., 0., 0.])
     """
+    if out is None:
+        C = _plain_along(X, tree, axis, order, inverse=False)
+        if C is not None:
+            return C
     X, peak = _check_data(X)
     axis = _check_axis(axis, X.ndim)
     _check_tree(tree)
@@ -555,6 +588,10 @@ def inverse_haar_transform(C, tree, *, axis=-1, order="bfs", out=None):
     >>> inverse_haar_transform(np.array([4.0, 2.0, 0.0, 0.0]), dyadic_tree(4)).round(6)
     array([1., 1., 3., 3.])
     """
+    if out is None:
+        X = _plain_along(C, tree, axis, order, inverse=True)
+        if X is not None:
+            return X
     C, peak = _check_data(C, "C")
     axis = _check_axis(axis, C.ndim)
     _check_tree(tree)

@@ -6,6 +6,7 @@ kernels) and on the size (small inputs stay on the calling thread). Each path mu
 node-by-node block kernel bit for bit, and the dyadic Haar must equal PyWavelets' Haar.
 """
 
+import re
 from unittest import mock
 
 import numba
@@ -382,3 +383,101 @@ def test_the_depth_first_kernel_on_degenerate_trees(serial):
                     np.testing.assert_array_equal(C, _block_reference(X, tree, axis, False))
                     back = inverse_haar_transform(C, tree, axis=axis)
                     np.testing.assert_array_equal(back, _block_reference(C, tree, axis, True))
+
+
+def _bits(A):
+    """The bit patterns of a float array (signs of zero included), in any memory order."""
+    return np.ascontiguousarray(A).view(np.uint8)
+
+
+def _general_path(func, *args, **kwargs):
+    """``func`` with the common-call shortcut switched off: the general path's checks."""
+    with mock.patch.object(haar_module, "_plain_along", return_value=None):
+        return func(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis"), [((8,), 0), ((40, 64), 1), ((64, 40), 0), ((3, 16, 5), 1), ((2, 300), -1)]
+)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fortran", [False, True])
+def test_common_calls_take_the_shortcut_and_equal_the_general_path(shape, axis, dtype, fortran):
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=shape).astype(dtype)
+    if fortran:
+        X = np.asfortranarray(X)
+    n = shape[axis]
+    for tree in (dyadic_tree(n), _wide_tree(n, 3)):
+        for order in ("bfs", "reference"):
+            returned = []
+            plain = haar_module._plain_along
+
+            def recording(*args, plain=plain, returned=returned, **kwargs):
+                returned.append(plain(*args, **kwargs))
+                return returned[-1]
+
+            with mock.patch.object(haar_module, "_plain_along", recording):
+                C = haar_transform(X, tree, axis=axis, order=order)
+                back = inverse_haar_transform(C, tree, axis=axis, order=order)
+            assert len(returned) == 2 and all(r is not None for r in returned)
+            expected = _general_path(haar_transform, X, tree, axis=axis, order=order)
+            assert C.dtype == expected.dtype and C.flags.f_contiguous == expected.flags.f_contiguous
+            np.testing.assert_array_equal(_bits(C), _bits(expected))
+            expected = _general_path(inverse_haar_transform, C, tree, axis=axis, order=order)
+            np.testing.assert_array_equal(_bits(back), _bits(expected))
+
+
+class _Subclass(np.ndarray):
+    """An ndarray subclass (as masked arrays or np.matrix are)."""
+
+
+def _unusual_calls():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(6, 8))
+    tree = dyadic_tree(8)
+    nan = X.copy()
+    nan[2, 3] = np.nan
+    inf = X.copy()
+    inf[5, 7] = -np.inf
+    return {
+        "list": (X.tolist(), tree, {}),
+        "int dtype": ((X * 10).astype(np.int64), tree, {}),
+        "big-endian": (X.astype(">f8"), tree, {}),
+        "float16": (X.astype(np.float16), tree, {}),
+        "strided view": (np.repeat(X, 2, axis=1)[:, ::2], tree, {}),
+        "subclass": (X.view(_Subclass), tree, {}),
+        "all zero": (np.zeros_like(X), tree, {}),
+        "tiny": (X * 2.0**-500, tree, {}),
+        "huge": (X * 2.0**450, tree, {}),
+        "subnormal": (X * 2.0**-1060, tree, {}),
+        "numpy axis": (X, tree, {"axis": np.int64(1)}),
+        "out": (X, tree, {"out": np.empty_like(X)}),
+        "NaN": (nan, tree, {}),
+        "infinity": (inf, tree, {}),
+        "wrong length": (X, dyadic_tree(6), {}),
+        "axis out of range": (X, tree, {"axis": 2}),
+        "bool axis": (X, tree, {"axis": True}),
+        "unknown order": (X, tree, {"order": "dfs"}),
+        "not a tree": (X, "tree", {}),
+        "empty": (np.empty((0, 8)), tree, {}),
+        "0-d": (np.float64(1.0), dyadic_tree(1), {}),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_unusual_calls()))
+@pytest.mark.parametrize("inverse", [False, True])
+def test_unusual_calls_take_the_general_path_with_its_results_and_errors(case, inverse):
+    X, tree, kwargs = _unusual_calls()[case]
+    func = inverse_haar_transform if inverse else haar_transform
+    if isinstance(X, np.ndarray) and isinstance(tree, PartitionTree) and "out" not in kwargs:
+        axis, order = kwargs.get("axis", -1), kwargs.get("order", "bfs")
+        assert haar_module._plain_along(X, tree, axis, order, inverse) is None
+    try:
+        expected = _general_path(func, X, tree, **kwargs)
+    except (TypeError, ValueError) as error:
+        with pytest.raises(type(error), match=re.escape(str(error))):
+            func(X, tree, **kwargs)
+        return
+    result = func(X, tree, **kwargs)
+    assert result.dtype == expected.dtype
+    np.testing.assert_array_equal(result, expected)
