@@ -387,18 +387,27 @@ def _along(X, plan, axis, inverse, peak=None, out=None):
     return C if out is None else out  # out itself, not a view of it, as NumPy's out= gives
 
 
-def _plain_along(X, tree, axis, order, inverse):
+def _plain_along(X, tree, axis, order, inverse, out=None):
     """The transform of the common call, or None.
 
     The common call is a finite ndarray of float32 or float64 in native byte order, C- or
     F-contiguous, non-empty, of ordinary magnitude, on a PartitionTree that fits, along an
-    int axis, in a known order, with no ``out``. Its checks are done here inline: on small
-    arrays the general path's layers of checks cost several times the transform. For
-    anything else, None: the caller takes the general path, which raises the errors. The
-    result is the general path's, bit for bit (the same kernels, and no scaling at these
-    magnitudes).
+    int axis, in a known order, with no ``out`` or one the kernels write straight into (an
+    ndarray of X's shape and dtype, writeable, apart from X, C-ordered or both Fortran-
+    ordered). Its checks are done here inline: on small arrays the general path's layers of
+    checks cost several times the transform. For anything else, None: the caller takes the
+    general path, which raises the errors. The result is the general path's, bit for bit
+    (the same kernels, and no scaling at these magnitudes).
     """
     if type(X) is not np.ndarray or type(tree) is not PartitionTree or type(axis) is not int:
+        return None
+    if out is not None and (
+        type(out) is not np.ndarray
+        or out.shape != X.shape
+        or out.dtype != X.dtype
+        or not out.flags.writeable
+        or not _writes_into(X, out)
+    ):
         return None
     dtype = X.dtype
     ndim = X.ndim
@@ -413,7 +422,8 @@ def _plain_along(X, tree, axis, order, inverse):
         return None
     if not plain_magnitude(X):  # NaN, infinity, all zero or extreme: the general path
         return None
-    return _apply_along(X, _get_plan(tree, order), axis % ndim, inverse)
+    C = _apply_along(X, _get_plan(tree, order), axis % ndim, inverse, out=out)
+    return C if out is None else out  # out itself, not a view of it (as _along)
 
 
 def _writes_into(X, out):
@@ -550,10 +560,9 @@ def haar_transform(X, tree, *, axis=-1, order="bfs", out=None):
     >>> haar_transform(np.array([1.0, 1.0, 3.0, 3.0]), dyadic_tree(4)).round(6)
     array([4., 2., 0., 0.])
     """
-    if out is None:
-        C = _plain_along(X, tree, axis, order, inverse=False)
-        if C is not None:
-            return C
+    C = _plain_along(X, tree, axis, order, False, out)
+    if C is not None:
+        return C
     X, peak = _check_data(X)
     axis = _check_axis(axis, X.ndim)
     _check_tree(tree)
@@ -588,10 +597,9 @@ def inverse_haar_transform(C, tree, *, axis=-1, order="bfs", out=None):
     >>> inverse_haar_transform(np.array([4.0, 2.0, 0.0, 0.0]), dyadic_tree(4)).round(6)
     array([1., 1., 3., 3.])
     """
-    if out is None:
-        X = _plain_along(C, tree, axis, order, inverse=True)
-        if X is not None:
-            return X
+    X = _plain_along(C, tree, axis, order, True, out)
+    if X is not None:
+        return X
     C, peak = _check_data(C, "C")
     axis = _check_axis(axis, C.ndim)
     _check_tree(tree)

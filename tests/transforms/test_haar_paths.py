@@ -425,6 +425,11 @@ def test_common_calls_take_the_shortcut_and_equal_the_general_path(shape, axis, 
             np.testing.assert_array_equal(_bits(C), _bits(expected))
             expected = _general_path(inverse_haar_transform, C, tree, axis=axis, order=order)
             np.testing.assert_array_equal(_bits(back), _bits(expected))
+            # into a given array of the input's memory order: the shortcut writes it in place
+            out = np.zeros_like(X)
+            with mock.patch.object(haar_module, "_check_data", side_effect=AssertionError):
+                assert haar_transform(X, tree, axis=axis, order=order, out=out) is out
+            np.testing.assert_array_equal(_bits(out), _bits(C))
 
 
 class _Subclass(np.ndarray):
@@ -432,52 +437,94 @@ class _Subclass(np.ndarray):
 
 
 def _unusual_calls():
-    rng = np.random.default_rng(8)
-    X = rng.normal(size=(6, 8))
+    """Case name -> a maker of fresh arguments (X, tree, keyword arguments)."""
+
+    def data():
+        return np.random.default_rng(8).normal(size=(6, 8))
+
+    def with_value(value):
+        X = data()
+        X[2, 3] = value
+        return X
+
+    def shifted():
+        Z = np.ones((6, 9))
+        return Z[:, :8], {"out": Z[:, 1:]}
+
+    def read_only_out():
+        out = np.empty((6, 8))
+        out.flags.writeable = False
+        return out
+
+    def the_input():
+        X = data()
+        return X, {"out": X}
+
     tree = dyadic_tree(8)
-    nan = X.copy()
-    nan[2, 3] = np.nan
-    inf = X.copy()
-    inf[5, 7] = -np.inf
-    return {
-        "list": (X.tolist(), tree, {}),
-        "int dtype": ((X * 10).astype(np.int64), tree, {}),
-        "big-endian": (X.astype(">f8"), tree, {}),
-        "float16": (X.astype(np.float16), tree, {}),
-        "strided view": (np.repeat(X, 2, axis=1)[:, ::2], tree, {}),
-        "subclass": (X.view(_Subclass), tree, {}),
-        "all zero": (np.zeros_like(X), tree, {}),
-        "tiny": (X * 2.0**-500, tree, {}),
-        "huge": (X * 2.0**450, tree, {}),
-        "subnormal": (X * 2.0**-1060, tree, {}),
-        "numpy axis": (X, tree, {"axis": np.int64(1)}),
-        "out": (X, tree, {"out": np.empty_like(X)}),
-        "NaN": (nan, tree, {}),
-        "infinity": (inf, tree, {}),
-        "wrong length": (X, dyadic_tree(6), {}),
-        "axis out of range": (X, tree, {"axis": 2}),
-        "bool axis": (X, tree, {"axis": True}),
-        "unknown order": (X, tree, {"order": "dfs"}),
-        "not a tree": (X, "tree", {}),
-        "empty": (np.empty((0, 8)), tree, {}),
-        "0-d": (np.float64(1.0), dyadic_tree(1), {}),
+    simple = {
+        "list": lambda: data().tolist(),
+        "int dtype": lambda: (data() * 10).astype(np.int64),
+        "big-endian": lambda: data().astype(">f8"),
+        "float16": lambda: data().astype(np.float16),
+        "strided view": lambda: np.repeat(data(), 2, axis=1)[:, ::2],
+        "subclass": lambda: data().view(_Subclass),
+        "all zero": lambda: np.zeros((6, 8)),
+        "tiny": lambda: data() * 2.0**-500,
+        "huge": lambda: data() * 2.0**450,
+        "subnormal": lambda: data() * 2.0**-1060,
+        "NaN": lambda: with_value(np.nan),
+        "infinity": lambda: with_value(-np.inf),
+        "empty": lambda: np.empty((0, 8)),
     }
+    cases = {name: (lambda make=make: (make(), tree, {})) for name, make in simple.items()}
+    options = {
+        "numpy axis": {"axis": np.int64(1)},
+        "axis out of range": {"axis": 2},
+        "bool axis": {"axis": True},
+        "unknown order": {"order": "dfs"},
+        "out": {"out": lambda: np.empty((6, 8))},
+        "out in Fortran order": {"out": lambda: np.empty((6, 8), order="F")},
+        "read-only out": {"out": read_only_out},
+        "float32 out": {"out": lambda: np.empty((6, 8), np.float32)},
+        "out of another shape": {"out": lambda: np.empty((6, 9))},
+        "out subclass": {"out": lambda: np.empty((6, 8)).view(_Subclass)},
+        "out a list": {"out": lambda: [0.0] * 8},
+    }
+    for name, kwargs in options.items():
+        cases[name] = lambda kwargs=kwargs: (
+            data(),
+            tree,
+            {k: v() if callable(v) else v for k, v in kwargs.items()},
+        )
+    cases["out is the input"] = lambda: (lambda X, kw: (X, tree, kw))(*the_input())
+    cases["out overlapping the input"] = lambda: (lambda X, kw: (X, tree, kw))(*shifted())
+    cases["wrong length"] = lambda: (data(), dyadic_tree(6), {})
+    cases["not a tree"] = lambda: (data(), "tree", {})
+    cases["0-d"] = lambda: (np.float64(1.0), dyadic_tree(1), {})
+    return cases
 
 
 @pytest.mark.parametrize("case", sorted(_unusual_calls()))
 @pytest.mark.parametrize("inverse", [False, True])
 def test_unusual_calls_take_the_general_path_with_its_results_and_errors(case, inverse):
-    X, tree, kwargs = _unusual_calls()[case]
+    make = _unusual_calls()[case]
     func = inverse_haar_transform if inverse else haar_transform
-    if isinstance(X, np.ndarray) and isinstance(tree, PartitionTree) and "out" not in kwargs:
+    X, tree, kwargs = make()
+    if isinstance(X, np.ndarray) and isinstance(tree, PartitionTree):
         axis, order = kwargs.get("axis", -1), kwargs.get("order", "bfs")
-        assert haar_module._plain_along(X, tree, axis, order, inverse) is None
+        plain = haar_module._plain_along(X, tree, axis, order, inverse, kwargs.get("out"))
+        assert (plain is not None) == (case == "out")  # only a writable array apart from X
+    X, tree, kwargs = make()
     try:
         expected = _general_path(func, X, tree, **kwargs)
     except (TypeError, ValueError) as error:
+        X, tree, kwargs = make()
         with pytest.raises(type(error), match=re.escape(str(error))):
             func(X, tree, **kwargs)
         return
+    X, tree, kwargs = make()
     result = func(X, tree, **kwargs)
+    if kwargs.get("out") is not None:
+        assert result is kwargs["out"]
     assert result.dtype == expected.dtype
     np.testing.assert_array_equal(result, expected)
