@@ -19,10 +19,9 @@ binary tree every folder of a level has the same two weights (``wplus[h - 1]``).
 import numba
 import numpy as np
 
-from ._haar_rows import _pair_level, _split
+# _U: the unsigned offsets of the lifting kernels (no negative-index wraparound)
+from ._haar_rows import _U, _pair_level, _split
 
-# unsigned offsets: numba indexes with them without a negative-index wraparound
-_U = np.uint64
 # values per block of rows: its level buffers (half as many float64 each) stay in L1
 BLOCK_VALUES = 2048
 

@@ -111,8 +111,8 @@ _SERIAL_SIZE = 1 << 17
 _SLOT_SERIAL_FACTOR = 8
 # rows (the last axis) of up to this many values on a perfect binary tree go a block of
 # rows at a time through skorg._kernels._haar_short, whose levels run over all rows of the
-# block at once: 1.5-6x faster than the transposed blocks below 128 values and than the
-# vector-at-a-time lifting up to here
+# block at once: 1.3-2.6x faster, on 2^14 to 2^24 values, than the transposed blocks below
+# 128 values and than the vector-at-a-time lifting up to here (level with it at 512)
 _SHORT_MAX_N = 256
 # Vectors along a short trailing run (B < 16) that are not rows of the short-row kernel go
 # one at a time (skorg._kernels._haar_rows) when there are at most this many of them (a
