@@ -16,11 +16,13 @@ the coefficients are equal bit for bit; only the memory access differs:
   scheme: SIMD, no index arrays); on any other tree it goes through a buffer of every
   node's sum, four vectors at a time (one node loop, its branches and index loads shared).
 - ``dyadic_blocks*``: a perfect binary tree along an axis with a trailing run of a few
-  values or more (``B`` from 4 or 8, e.g. axis 0 of a C-ordered matrix, or a middle axis
-  before a short one; the caller picks): ``W`` neighbouring columns at a time,
-  whole row segments combined pairwise, subtree by subtree of ``chunk`` leaves (two level
-  buffers of ``chunk / 2`` rows), then the levels above the subtrees on their sums; each
-  input row is read once. ``chunk == n`` is one subtree: level by level.
+  values or more (``B`` from 2 to 16 by the tree's size and the number of vectors, e.g.
+  axis 0 of a C-ordered matrix, or a middle axis before a short one; the caller picks):
+  ``W`` neighbouring columns at a time, whole row segments combined pairwise, subtree by
+  subtree of ``chunk`` leaves (two level buffers of ``chunk / 2`` rows), then the levels
+  above the subtrees on their sums; each input row is read once. ``chunk == n`` is one
+  subtree: level by level. Rows are passed as flat offsets and the helpers are inlined:
+  on rows of 4 to 64 values a slice or a call per row cost 3-9x the arithmetic.
 
 Sums are accumulated in float64 whatever the data dtype. ``lo`` / ``hi`` are lane or
 block ranges; the parallel wrappers split them into ``n_tasks`` tasks (the caller sets a
@@ -492,38 +494,49 @@ def haar_lanes(X, out, n, B, n_lanes, inverse, dyadic, identity, leaf_order, chi
 
 
 # ---------------------------------------------------------------------- row segments
-@numba.njit(cache=True)
-def _pair_rows(ra, rb, y, dst, wp, wm, W):
-    """One folder of a level across W columns: ``dst`` gets the sums of rows ``ra`` and ``rb``,
-    ``y`` their coefficients (as in ``_pair_level``, lane by lane)."""
-    for q in range(W):
-        a = np.float64(ra[q])
-        b = np.float64(rb[q])
+@numba.njit(cache=True, inline="always")
+def _pair_rows(src, pa, pb, y, py, dst, pd, wp, wm, W):
+    """One folder of a level across W columns: ``dst[pd:][:W]`` gets the sums of the rows at
+    ``src[pa:]`` and ``src[pb:]``, ``y[py:][:W]`` their coefficients (as in ``_pair_level``,
+    lane by lane). The rows are flat offsets, not slices: a slice costs more than a short
+    row (on 16 columns the slices were 5x the arithmetic)."""
+    pa = _U(pa)
+    pb = _U(pb)
+    py = _U(py)
+    pd = _U(pd)
+    for q in range(_U(W)):
+        a = np.float64(src[pa + q])
+        b = np.float64(src[pb + q])
         s = a + b
-        y[q] = wp * b - wm * (s - b)
-        dst[q] = s
+        y[py + q] = wp * b - wm * (s - b)
+        dst[pd + q] = s
 
 
-@numba.njit(cache=True)
-def _unpair_rows(ck, v, ya, yb, wp, wm, W):
-    """One folder of an inverse level across W columns: its children's rows from its total
-    ``v`` and coefficient row ``ck``."""
-    for q in range(W):
-        c = np.float64(ck[q])
-        t = v[q]
-        ya[q] = -(wm * c) + t
-        yb[q] = wp * c + t
+@numba.njit(cache=True, inline="always")
+def _unpair_rows(C, pc, v, pv, ya, pa, yb, pb, wp, wm, W):
+    """One folder of an inverse level across W columns: its children's rows (``ya[pa:]``,
+    ``yb[pb:]``) from its total ``v[pv:]`` and coefficient row ``C[pc:]``."""
+    pc = _U(pc)
+    pv = _U(pv)
+    pa = _U(pa)
+    pb = _U(pb)
+    for q in range(_U(W)):
+        c = np.float64(C[pc + q])
+        t = v[pv + q]
+        ya[pa + q] = -(wm * c) + t
+        yb[pb + q] = wp * c + t
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _forward_block_subtrees(X, out, s0, B, W, leaf_order, wplus, wminus, T, U, TOP, chunk,
                             c0, c1):  # fmt: skip
     """The levels within subtrees c0..c1-1 of ``chunk`` leaves of one column block (a power
-    of two, at least 2, that divides n); subtree c's sum to ``TOP[c]``.
+    of two, at least 2, that divides n); subtree c's sum to row c of ``TOP``.
 
-    Each subtree's levels run on two buffers of ``chunk / 2`` rows, which stay in L2
-    whatever n is. The sums and coefficients are those of the level-by-level kernel, bit
-    for bit (the same additions of the same pairs); only their order in time differs.
+    Each subtree's levels run on two buffers of ``chunk / 2`` rows of ``W`` (flat, row j at
+    ``j * W``), which stay in L2 whatever n is. The sums and coefficients are those of the
+    level-by-level kernel, bit for bit (the same additions of the same pairs); only their
+    order in time differs.
     """
     n = leaf_order.shape[0]
     for c in range(c0, c1):
@@ -531,30 +544,28 @@ def _forward_block_subtrees(X, out, s0, B, W, leaf_order, wplus, wminus, T, U, T
         h = chunk >> 1
         H = n >> 1
         k = H + c * h
+        # a subtree of two leaves: its sum straight to TOP
+        first, at = (TOP, c * W) if h == 1 else (T, 0)
         for j in range(h):
-            pa = s0 + leaf_order[off + 2 * j] * B
-            pb = s0 + leaf_order[off + 2 * j + 1] * B
-            py = s0 + (k + j) * B
-            row = TOP[c, :W] if h == 1 else T[j, :W]  # a subtree of two leaves: its sum
-            _pair_rows(X[pa : pa + W], X[pb : pb + W], out[py : py + W], row,
-                       wplus[k - 1 + j], wminus[k - 1 + j], W)  # fmt: skip
+            _pair_rows(X, s0 + leaf_order[off + 2 * j] * B, s0 + leaf_order[off + 2 * j + 1] * B,
+                       out, s0 + (k + j) * B, first, at + j * W, wplus[k - 1 + j],
+                       wminus[k - 1 + j], W)  # fmt: skip
         src = T
         dst = U
         h >>= 1
         H >>= 1
         while h >= 1:
             k = H + c * h
+            last, at = (TOP, c * W) if h == 1 else (dst, 0)
             for j in range(h):
-                py = s0 + (k + j) * B
-                row = TOP[c, :W] if h == 1 else dst[j, :W]
-                _pair_rows(src[2 * j, :W], src[2 * j + 1, :W], out[py : py + W], row,
-                           wplus[k - 1 + j], wminus[k - 1 + j], W)  # fmt: skip
+                _pair_rows(src, 2 * j * W, (2 * j + 1) * W, out, s0 + (k + j) * B, last,
+                           at + j * W, wplus[k - 1 + j], wminus[k - 1 + j], W)  # fmt: skip
             src, dst = dst, src
             h >>= 1
             H >>= 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _forward_block_top(out, s0, B, W, wplus, wminus, scale0, TOP, TOP2, n_chunks):
     """The levels above the subtrees of one column block, from their sums ``TOP``."""
     src = TOP
@@ -562,57 +573,48 @@ def _forward_block_top(out, s0, B, W, wplus, wminus, scale0, TOP, TOP2, n_chunks
     h = n_chunks >> 1
     while h >= 1:
         for j in range(h):
-            py = s0 + (h + j) * B
-            _pair_rows(src[2 * j, :W], src[2 * j + 1, :W], out[py : py + W], dst[j, :W],
+            _pair_rows(src, 2 * j * W, (2 * j + 1) * W, out, s0 + (h + j) * B, dst, j * W,
                        wplus[h - 1 + j], wminus[h - 1 + j], W)  # fmt: skip
         src, dst = dst, src
         h >>= 1
-    y = out[s0 : s0 + W]
-    t0 = src[0, :W]
     for q in range(W):
-        y[q] = t0[q] * scale0
+        out[s0 + q] = src[q] * scale0
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _inverse_block_top(C, s0, B, W, wplus, wminus, scale0, TOP, TOP2, n_chunks):
     """The totals of the subtrees' roots of one column block; returns the buffer."""
-    c0 = C[s0 : s0 + W]
-    t0 = TOP[0, :W]
     for q in range(W):
-        t0[q] = np.float64(c0[q]) * scale0
+        TOP[q] = np.float64(C[s0 + q]) * scale0
     src = TOP
     dst = TOP2
     h = 1
     while h < n_chunks:
         for j in range(h):
-            pc = s0 + (h + j) * B
-            _unpair_rows(C[pc : pc + W], src[j, :W], dst[2 * j, :W], dst[2 * j + 1, :W],
+            _unpair_rows(C, s0 + (h + j) * B, src, j * W, dst, 2 * j * W, dst, (2 * j + 1) * W,
                          wplus[h - 1 + j], wminus[h - 1 + j], W)  # fmt: skip
         src, dst = dst, src
         h <<= 1
     return src
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _inverse_block_subtrees(C, out, s0, B, W, leaf_order, wplus, wminus, T, U, totals, chunk,
                             c0, c1):  # fmt: skip
-    """The levels within subtrees c0..c1-1 of one column block, from their roots' totals,
-    the last level straight to the output."""
-    n_chunks = totals.shape[0]
+    """The levels within subtrees c0..c1-1 of one column block, from their roots' totals
+    (row c of ``totals``), the last level straight to the output."""
+    n_chunks = leaf_order.shape[0] // chunk
     for c in range(c0, c1):
         a = T
         b = U
-        t0 = a[0, :W]
-        tc = totals[c, :W]
         for q in range(W):
-            t0[q] = tc[q]
+            a[q] = totals[c * W + q]
         h = 1
         H = n_chunks
         while h < chunk >> 1:
             k = H + c * h
             for j in range(h):
-                pc = s0 + (k + j) * B
-                _unpair_rows(C[pc : pc + W], a[j, :W], b[2 * j, :W], b[2 * j + 1, :W],
+                _unpair_rows(C, s0 + (k + j) * B, a, j * W, b, 2 * j * W, b, (2 * j + 1) * W,
                              wplus[k - 1 + j], wminus[k - 1 + j], W)  # fmt: skip
             a, b = b, a
             h <<= 1
@@ -620,11 +622,9 @@ def _inverse_block_subtrees(C, out, s0, B, W, leaf_order, wplus, wminus, T, U, t
         k = H + c * h
         off = c * chunk
         for j in range(h):
-            pc = s0 + (k + j) * B
-            pa = s0 + leaf_order[off + 2 * j] * B
-            pb = s0 + leaf_order[off + 2 * j + 1] * B
-            _unpair_rows(C[pc : pc + W], a[j, :W], out[pa : pa + W], out[pb : pb + W],
-                         wplus[k - 1 + j], wminus[k - 1 + j], W)  # fmt: skip
+            _unpair_rows(C, s0 + (k + j) * B, a, j * W, out, s0 + leaf_order[off + 2 * j] * B,
+                         out, s0 + leaf_order[off + 2 * j + 1] * B, wplus[k - 1 + j],
+                         wminus[k - 1 + j], W)  # fmt: skip
 
 
 @numba.njit(cache=True)
@@ -636,10 +636,10 @@ def dyadic_blocks_range(X, out, n, B, width, chunk, lo, hi, inverse, leaf_order,
     """
     scale0 = 1.0 / np.sqrt(n)
     n_top = n // chunk
-    T = np.empty((max(chunk >> 1, 1), width), dtype=np.float64)
-    U = np.empty((max(chunk >> 1, 1), width), dtype=np.float64)
-    TOP = np.empty((n_top, width), dtype=np.float64)
-    TOP2 = np.empty((n_top, width), dtype=np.float64)
+    T = np.empty(max(chunk >> 1, 1) * width, dtype=np.float64)
+    U = np.empty(max(chunk >> 1, 1) * width, dtype=np.float64)
+    TOP = np.empty(n_top * width, dtype=np.float64)
+    TOP2 = np.empty(n_top * width, dtype=np.float64)
     per_a = (B + width - 1) // width
     for g in range(lo, hi):
         a = g // per_a
@@ -673,15 +673,15 @@ def dyadic_block_subtrees(X, out, s0, B, W, chunk, inverse, leaf_order, wplus, w
     n = leaf_order.shape[0]
     n_top = n // chunk
     scale0 = 1.0 / np.sqrt(n)
-    TOP = np.empty((n_top, W), dtype=np.float64)
-    TOP2 = np.empty((n_top, W), dtype=np.float64)
+    TOP = np.empty(n_top * W, dtype=np.float64)
+    TOP2 = np.empty(n_top * W, dtype=np.float64)
     totals = TOP
     if inverse:
         totals = _inverse_block_top(X, s0, B, W, wplus, wminus, scale0, TOP, TOP2, n_top)
     for task in numba.prange(n_tasks):
         c0, c1 = _split(task, n_tasks, n_top)
-        T = np.empty((chunk >> 1, W), dtype=np.float64)
-        U = np.empty((chunk >> 1, W), dtype=np.float64)
+        T = np.empty((chunk >> 1) * W, dtype=np.float64)
+        U = np.empty((chunk >> 1) * W, dtype=np.float64)
         if inverse:
             _inverse_block_subtrees(X, out, s0, B, W, leaf_order, wplus, wminus, T, U, totals,
                                     chunk, c0, c1)  # fmt: skip

@@ -126,10 +126,14 @@ _DYADIC_LANE_MIN_N = 128
 # sums: 1.1-1.8x faster than the transposed blocks from 24 to 200 values along rows, up to
 # 3x with a trailing run of 3 or 12 (both even on 16 values)
 _TREE_LANE_MIN_N = 24
-# on perfect binary trees the row-segment kernel takes trailing runs from this many values
-# (from half as many on trees of at least _ROW_BLOCK_MIN_N leaves); see _dyadic_row_blocks
-_ROW_BLOCK_MIN_B = 8
-_ROW_BLOCK_MIN_N = 64
+# on perfect binary trees the row-segment kernel takes trailing runs of _ROW_BLOCK_ANY_B
+# values or more, and of _ROW_BLOCK_MIN_B or more on trees of n leaves with
+# n * B**2 >= _ROW_BLOCK_MIN_NB2; with up to _ROW_BLOCK_FEW_A vectors at each place,
+# shorter runs too (see _dyadic_row_blocks)
+_ROW_BLOCK_ANY_B = 16
+_ROW_BLOCK_MIN_B = 4
+_ROW_BLOCK_MIN_NB2 = 1024
+_ROW_BLOCK_FEW_A = 16
 # The lifting kernel along an axis with a long trailing run (axis 0 of a C-ordered matrix)
 # takes blocks of up to _BLOCK_WIDTH columns: whole rows up to there, so that every row is
 # read and written as one contiguous run. Its levels run subtree by subtree (see
@@ -182,13 +186,27 @@ def _one_lane_at_a_time(plan, n, n_lanes):
     return n >= _TREE_LANE_MIN_N
 
 
-def _dyadic_row_blocks(n, B):
+def _dyadic_row_blocks(n, B, A):
     """Whether the lifting kernel on row segments (B values per row) beats the others on a
-    perfect binary tree. From 8 values per row (4 on trees of 64 leaves or more) its rows,
-    read in place, are faster than the vector-at-a-time kernel, which gathers every vector
-    with stride B, or the transposed blocks: 2-4x on (A, n, 8) and (A, n, 12) arrays, up to
-    2x from 4 values (bench_haar's short-trailing-axis shapes)."""
-    return B >= _ROW_BLOCK_MIN_B or (B >= _ROW_BLOCK_MIN_B // 2 and n >= _ROW_BLOCK_MIN_N)
+    perfect binary tree, for A vectors at each of the B places.
+
+    Its cost per value is a fixed cost per pair of rows over B, plus one per block over
+    n * B. All kernels forced on 2^16 values in one run: against the transposed blocks,
+    which take 64 of the A vectors at a time, it wins from B = 16 on every n (0.3-0.9x
+    their time), and from B = 4 from about n * B**2 = 1024: (64, 4), (32, 6), (16, 8),
+    (8, 12) at 0.6-1.0x, against (32, 4), (16, 6), (8, 8), (4, 12) at 1.1-1.4x. On up to
+    16 vectors the blocks are mostly empty, and the row segments win from B = 2 (1.5-7x),
+    except on trees of _DYADIC_LANE_MIN_N leaves or more with B below 4, where one vector at
+    a time is as fast or faster (1.4x on 1024 leaves, B = 2); from 32 vectors the blocks
+    win on short trees again (1.7x on (32, 16, 2)).
+    """
+    if B >= _ROW_BLOCK_ANY_B:
+        return True
+    if B < 2:
+        return False
+    if A <= _ROW_BLOCK_FEW_A:
+        return B >= _ROW_BLOCK_MIN_B or n < _DYADIC_LANE_MIN_N
+    return B >= _ROW_BLOCK_MIN_B and n * B * B >= _ROW_BLOCK_MIN_NB2
 
 
 def _block_plan(n, B):
@@ -231,7 +249,7 @@ def _apply_along(X, plan, axis, inverse, out=None):
             n_tasks = min(A, _kernels._TASKS_PER_THREAD * n_threads)
             _run_parallel(_short_kernels.short_rows, flat, oflat, n, A, *args, n_tasks)
         return out
-    row_blocks = plan.dyadic and _dyadic_row_blocks(n, B)
+    row_blocks = plan.dyadic and _dyadic_row_blocks(n, B, A)
     n_lanes = A * B
     if not row_blocks and B < _kernels._MIN_CONTIGUOUS and _one_lane_at_a_time(plan, n, n_lanes):
         args = (inverse, plan.dyadic, plan.identity, *plan.kernel_args())

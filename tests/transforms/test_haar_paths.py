@@ -75,14 +75,20 @@ LAYOUTS = [
     ((2, 700, 260), 1),
     ((40000, 16), 0),
     ((1024,), 0),
-    # short trailing runs: on perfect binary trees row segments from 8 values per row (4 on
-    # 64 leaves or more), by subtrees on a long axis; below that lanes or transposed blocks
+    # short trailing runs: on perfect binary trees row segments from 16 values per row, from
+    # 4 where n * B**2 >= 1024, and from 2 on up to 16 vectors per place; by subtrees on a
+    # long axis; else lanes or transposed blocks
     ((64, 128, 8), 1),
     ((16, 64, 4), 1),
     ((2, 4096, 9), 1),
     ((1024, 12), 0),
     ((40, 16, 4), 1),
     ((30, 64, 2), 1),
+    ((4096, 4), 0),
+    ((8, 64, 2), 1),
+    ((3, 32, 3), 1),
+    ((100, 32, 6), 1),
+    ((50, 2, 16), 1),
     # one vector at a time also for a handful of short vectors
     ((64, 128), 1),
     ((3, 40), 1),
@@ -129,9 +135,11 @@ def test_every_path_equals_the_block_kernel_bit_for_bit(shape, axis, dtype, seri
 @pytest.mark.parametrize(
     ("shape", "row_segments"),
     [((64, 128, 8), True), ((16, 64, 4), True), ((8, 512, 12), True), ((40, 16, 4), False),
-     ((30, 64, 2), False), ((4, 512, 3), False)],
+     ((30, 64, 2), False), ((4, 512, 3), False), ((100, 2, 16), True), ((100, 32, 6), True),
+     ((100, 32, 4), False), ((100, 8, 12), True), ((100, 4, 12), False), ((1, 4096, 4), True),
+     ((16, 64, 2), True), ((17, 64, 2), False), ((8, 128, 3), False), ((1, 16, 2), True)],
 )  # fmt: skip
-def test_short_trailing_runs_take_the_row_segment_kernel_from_eight_values(shape, row_segments):
+def test_short_trailing_runs_take_the_row_segment_kernel_where_it_is_faster(shape, row_segments):
     kernels = haar_module._row_kernels
     X = np.random.default_rng(3).normal(size=shape)
     tree = dyadic_tree(shape[1])
