@@ -121,7 +121,7 @@ def _forward_block(src, s0, ss, dst, d0, ds, W, S, acc, leaf_order, child_span, 
             _coefficient_row(S[c, :W], sf, a, y, wp, wm)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _coefficient_row(x, sf, a, y, wp, wm):
     """y = wp * x - wm * (sf - a) after a += x: the '+' child against the rest of its folder."""
     for j in range(y.shape[0]):
@@ -130,7 +130,7 @@ def _coefficient_row(x, sf, a, y, wp, wm):
         y[j] = wp * v - wm * (sf[j] - a[j])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _first_coefficient_row(x, sf, a, y, wp, wm):
     """``_coefficient_row`` on a folder's first coefficient, where the running sum starts at x.
 
@@ -143,7 +143,7 @@ def _first_coefficient_row(x, sf, a, y, wp, wm):
         y[j] = wp * v - wm * (sf[j] - v)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _detail_row(x, v, ng, wp, wm, first):
     """The value coefficient row ``x`` gives its '+' child, ``v = ng + wp * x``, and the
     running ``ng -= wm * x`` left for the folder's last child. On a folder's first
