@@ -18,6 +18,7 @@ them. The sums are the same numbers (a chain adds nothing), so the coefficients 
 from __future__ import annotations
 
 import functools
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -226,19 +227,25 @@ def _is_perfect_binary(tree, first_leaf, cnode, cplus):
 
 _PLAN_CACHE: OrderedDict = OrderedDict()
 _PLAN_CACHE_SIZE = 64
+# the cache is shared by all threads: a lookup's move_to_end must not meet another thread's
+# eviction of the same entry (a KeyError). Plans are built outside the lock, so threads
+# building plans for different trees do not wait for each other.
+_PLAN_LOCK = threading.Lock()
 
 
 def _get_plan(tree, order="bfs"):
     if order not in _ORDERS:
         raise ValueError(f"order must be one of {_ORDERS}, got {order!r}.")
     key = (id(tree), order)
-    hit = _PLAN_CACHE.get(key)
-    # the tree is kept in the entry so that its id cannot be reused while cached
-    if hit is not None and hit[0] is tree:
-        _PLAN_CACHE.move_to_end(key)
-        return hit[1]
+    with _PLAN_LOCK:
+        hit = _PLAN_CACHE.get(key)
+        # the tree is kept in the entry so that its id cannot be reused while cached
+        if hit is not None and hit[0] is tree:
+            _PLAN_CACHE.move_to_end(key)
+            return hit[1]
     plan = _build_plan(tree, order)
-    _PLAN_CACHE[key] = (tree, plan)
-    if len(_PLAN_CACHE) > _PLAN_CACHE_SIZE:
-        _PLAN_CACHE.popitem(last=False)
+    with _PLAN_LOCK:
+        _PLAN_CACHE[key] = (tree, plan)
+        if len(_PLAN_CACHE) > _PLAN_CACHE_SIZE:
+            _PLAN_CACHE.popitem(last=False)
     return plan

@@ -7,6 +7,8 @@ node-by-node block kernel bit for bit, and the dyadic Haar must equal PyWavelets
 """
 
 import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from unittest import mock
 
 import numba
@@ -536,3 +538,34 @@ def test_unusual_calls_take_the_general_path_with_its_results_and_errors(case, i
         assert result is kwargs["out"]
     assert result.dtype == expected.dtype
     np.testing.assert_array_equal(result, expected)
+
+
+def test_the_plan_cache_is_safe_to_share_between_threads():
+    """More trees than the plan cache holds, transformed from 8 threads at once with
+    frequent thread switches: every lookup may meet another thread's eviction, which must
+    neither raise (a KeyError before the cache had a lock) nor give another tree's plan."""
+    from skorg.transforms import _haar_plan
+
+    n_trees = _haar_plan._PLAN_CACHE_SIZE + 6
+    trees = [dyadic_tree(np.random.default_rng(i).permutation(8)) for i in range(n_trees)]
+    X = np.arange(8.0)
+    expected = [haar_transform(X, tree) for tree in trees]
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        for i in rng.integers(n_trees, size=3000):
+            for inverse in (False, True):
+                func = inverse_haar_transform if inverse else haar_transform
+                got = func(expected[i] if inverse else X, trees[i])
+                want = X if inverse else expected[i]
+                if not np.allclose(got, want, rtol=1e-14, atol=1e-14):
+                    return False
+        return True
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            assert all(pool.map(work, range(8)))
+    finally:
+        sys.setswitchinterval(interval)
