@@ -62,6 +62,37 @@ def _pair_level(src, dst, y, k, w, h):
         dst[j] = s
 
 
+@numba.njit(cache=True, inline="always")
+def _gather_pair_level(src, perm, dst, y, k, w, h):
+    """:func:`_pair_level` on ``src`` taken in the order ``perm`` (the pair of folder j is
+    ``src[perm[2j]], src[perm[2j + 1]]``): the first level of a lane in a leaf order that is
+    not the identity, read from a cached copy of the lane. Gathering in the same loop spares
+    writing and reading back a permuted copy; the sums are the same numbers."""
+    k = _U(k)
+    one = _U(1)
+    for j in range(_U(h)):
+        a = np.float64(src[_U(perm[j + j])])
+        b = np.float64(src[_U(perm[j + j + one])])
+        s = a + b
+        y[k + j] = w * b - w * (s - b)
+        dst[j] = s
+
+
+@numba.njit(cache=True, inline="always")
+def _gather(src, perm, dst, n):
+    """``dst[i] = src[perm[i]]`` for i < n (unsigned indices)."""
+    for i in range(_U(n)):
+        dst[i] = src[_U(perm[i])]
+
+
+@numba.njit(cache=True, inline="always")
+def _copy(src, dst, n):
+    """``dst[i] = src[i]`` for i < n: a lane into a cached buffer (or back), read or written
+    in order so that the hardware prefetches it, before a gather or after a scatter."""
+    for i in range(n):
+        dst[i] = src[i]
+
+
 @numba.njit(cache=True)
 def _unpair_level(src, dst, c, wp, wm, h):
     """One inverse level: the totals ``src[j]`` of h folders pushed to their 2h children.
@@ -82,16 +113,14 @@ def _dyadic_forward_lane(x, y, leaf_order, wplus, scale0, identity, t, u):
     ``h - 1 + j``, its children are the leaf-order neighbours ``2j`` and ``2j + 1`` of the
     level below, its '+' child is the second one and its coefficient is number ``h + j``.
     ``t`` and ``u`` hold n values; with the identity leaf order the first level reads x
-    itself (no gather).
+    itself, else it gathers from x (a cached copy of the lane: see :func:`haar_lanes_range`).
     """
     n = leaf_order.shape[0]
     h = n >> 1
     if identity:
         _pair_level(x, t, y, h, wplus[h - 1], h)
     else:
-        for i in range(n):
-            u[i] = x[leaf_order[i]]
-        _pair_level(u, t, y, h, wplus[h - 1], h)
+        _gather_pair_level(x, leaf_order, t, y, h, wplus[h - 1], h)
     h >>= 1
     while h >= 1:
         _pair_level(t, u, y, h, wplus[h - 1], h)
@@ -101,14 +130,16 @@ def _dyadic_forward_lane(x, y, leaf_order, wplus, scale0, identity, t, u):
 
 
 @numba.njit(cache=True)
-def _dyadic_inverse_lane(c, y, leaf_order, wplus, wminus, scale0, identity, t, u):
+def _dyadic_inverse_lane(c, y, leaf_rank, wplus, wminus, scale0, identity, t, u):
     """Data y of one coefficient vector c on a perfect binary tree (top-down, level by level).
 
     A folder's total goes to its children as ``-(wminus * c) + total`` (first child) and
     ``wplus * c + total`` (second), the values the node-by-node kernel pushes down. ``t``
-    and ``u`` hold n values; with the identity leaf order the last level writes y itself.
+    and ``u`` hold n values; with the identity leaf order the last level writes y itself,
+    else y is gathered from the last level by ``leaf_rank`` (the leaf position of every
+    point), so that y is written in order: scattered writes to a lane in memory cost more.
     """
-    n = leaf_order.shape[0]
+    n = leaf_rank.shape[0]
     t[0] = np.float64(c[0]) * scale0
     h = 1
     while h < n >> 1:
@@ -120,8 +151,7 @@ def _dyadic_inverse_lane(c, y, leaf_order, wplus, wminus, scale0, identity, t, u
         _unpair_level(t, y, c[h : 2 * h], wplus[k : k + h], wminus[k : k + h], h)
     else:
         _unpair_level(t, u, c[h : 2 * h], wplus[k : k + h], wminus[k : k + h], h)
-        for i in range(n):
-            y[leaf_order[i]] = u[i]
+        _gather(u, leaf_rank, y, n)
 
 
 # a lane longer than CHUNKED is lifted one subtree of CHUNK leaves at a time (its levels
@@ -136,7 +166,9 @@ def _forward_chunks(x, y, leaf_order, wplus, t, u, top, c0, c1, identity):
 
     Subtree ``c``'s folders at a level with ``H`` folders are ``c * h .. c * h + h - 1`` of
     that level (h of them), so its coefficients are the contiguous run from ``H + c * h``.
-    With the identity leaf order the first level reads x itself (no index array, no copy).
+    With the identity leaf order the first level reads x itself (no index array, no copy),
+    else it gathers from x (fastest from a cached copy of the lane, as
+    :func:`haar_lanes_range` gives it).
     """
     n = leaf_order.shape[0]
     for c in range(c0, c1):
@@ -147,9 +179,7 @@ def _forward_chunks(x, y, leaf_order, wplus, t, u, top, c0, c1, identity):
         if identity:
             _pair_level(x[off : off + CHUNK], u, y, k, wplus[k - 1], h)
         else:
-            for i in range(CHUNK):
-                t[i] = x[leaf_order[off + i]]
-            _pair_level(t, u, y, k, wplus[k - 1], h)
+            _gather_pair_level(x, leaf_order[off : off + CHUNK], u, y, k, wplus[k - 1], h)
         src = u
         dst = t
         h >>= 1
@@ -239,7 +269,10 @@ def dyadic_long_lane(x, y, inverse, identity, leaf_order, wplus, wminus, n_tasks
     """One long contiguous lane (n > ``CHUNKED``) with its subtrees split over tasks.
 
     For a 1-D vector or a few long rows, which the lane-parallel kernel would run on one
-    thread. The same operations as the serial kernel, so the same coefficients.
+    thread. The same operations as the serial kernel, so the same coefficients. (In a leaf
+    order other than the identity, the inverse scatters the points straight into y: writing
+    them in leaf order into a buffer of n values and gathering y from it was 1.5-2x slower
+    on 2^22 values, a fresh buffer's pages and a second pass over memory.)
     """
     n = leaf_order.shape[0]
     n_chunks = n // CHUNK
@@ -435,13 +468,20 @@ def _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_order, child_span, parent, f
 
 
 @numba.njit(cache=True)
-def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order, child_span,
-                     parent, first_leaf, cnode, cplus, clast, wplus, wminus):  # fmt: skip
+def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order, leaf_rank,
+                     child_span, parent, first_leaf, cnode, cplus, clast, wplus,
+                     wminus):  # fmt: skip
     """Transform lanes lo..hi-1 (lane l is X[l // B, :, l % B]): one at a time on a perfect
     binary tree, four at a time on any other (:func:`_tree_lanes`).
 
     ``identity``: the leaf order is 0..n-1 (the caller knows it from the tree's plan), so
-    perfect binary trees read and write the lanes without the index array.
+    perfect binary trees read and write the lanes without the index array. In any other
+    leaf order (``leaf_rank`` its inverse, the leaf position of every point) a contiguous
+    lane is copied in order into a buffer before the forward's gather, and the inverse
+    writes its output in order, gathering it by ``leaf_rank`` from its last level (by
+    subtrees, from a buffer of the points in leaf order): reads and writes of a lane in
+    memory in a random order defeat the hardware prefetcher, and cost 1.3-2x the whole
+    transform of a lane in the identity order.
     """
     if not dyadic and first_leaf > 0:
         _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_order, child_span, parent, first_leaf,
@@ -454,6 +494,10 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
     u = np.empty(t.shape[0], dtype=np.float64)
     chunked = dyadic and n > CHUNKED
     identity = dyadic and identity
+    # a contiguous lane in another leaf order: the forward reads a copy; the inverse by
+    # subtrees writes the points in leaf order into a buffer, gathered out by leaf_rank
+    stage_in = B == 1 and dyadic and not identity and not inverse
+    stage_out = B == 1 and dyadic and not identity and inverse and chunked
     top = np.empty(max(n // CHUNK, 1), dtype=np.float64)
     top2 = np.empty(max(n // CHUNK, 1), dtype=np.float64)
     for lane in range(lo, hi):
@@ -463,6 +507,11 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
         if B == 1:
             x = X[base : base + n]
             y = out[base : base + n]
+            if stage_in:
+                _copy(x, xin, n)
+                x = xin
+            elif stage_out:
+                y = yout
         else:
             for p in range(n):
                 xin[p] = X[base + p * B]
@@ -474,23 +523,27 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
             _dyadic_forward_lane_chunked(x, y, leaf_order, wplus, scale0, t, u, top, top2, identity)
         elif chunked:
             _dyadic_inverse_lane_chunked(x, y, leaf_order, wplus, wminus, scale0, t, u, top, top2,
-                                         identity)  # fmt: skip
+                                         identity or stage_out)  # fmt: skip
         elif not inverse:
             _dyadic_forward_lane(x, y, leaf_order, wplus, scale0, identity, t, u)
         else:
-            _dyadic_inverse_lane(x, y, leaf_order, wplus, wminus, scale0, identity, t, u)
+            _dyadic_inverse_lane(x, y, leaf_rank, wplus, wminus, scale0, identity, t, u)
         if B != 1:
             for p in range(n):
                 out[base + p * B] = yout[p]
+        elif stage_out:
+            _gather(yout, leaf_rank, out[base : base + n], n)
 
 
 @numba.njit(cache=True, parallel=True)
-def haar_lanes(X, out, n, B, n_lanes, inverse, dyadic, identity, leaf_order, child_span, parent,
-               first_leaf, cnode, cplus, clast, wplus, wminus, n_tasks):  # fmt: skip
+def haar_lanes(X, out, n, B, n_lanes, inverse, dyadic, identity, leaf_order, leaf_rank,
+               child_span, parent, first_leaf, cnode, cplus, clast, wplus, wminus,
+               n_tasks):  # fmt: skip
     for task in numba.prange(n_tasks):
         lo, hi = _split(task, n_tasks, n_lanes)
-        haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order, child_span,
-                         parent, first_leaf, cnode, cplus, clast, wplus, wminus)  # fmt: skip
+        haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order, leaf_rank,
+                         child_span, parent, first_leaf, cnode, cplus, clast, wplus,
+                         wminus)  # fmt: skip
 
 
 # ---------------------------------------------------------------------- row segments

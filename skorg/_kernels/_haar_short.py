@@ -76,22 +76,38 @@ def _unpair_flat(src, dst, d, w, M):
         dst[j + j + one] = w * ck + v
 
 
+@numba.njit(cache=True, inline="always")
+def _gather_pair_rows(g, leaf_order, t, d, w, R, n):
+    """The first level of R rows of n values end to end in ``g``, each taken in ``leaf_order``
+    (:func:`skorg._kernels._haar_rows._gather_pair_level` row by row)."""
+    h = _U(n >> 1)
+    one = _U(1)
+    for r in range(_U(R)):
+        q = r * _U(n)
+        k = r * h
+        for j in range(h):
+            a = np.float64(g[q + _U(leaf_order[j + j])])
+            b = np.float64(g[q + _U(leaf_order[j + j + one])])
+            s = a + b
+            d[k + j] = w * b - w * (s - b)
+            t[k + j] = s
+
+
 @numba.njit(cache=True)
 def _forward_block(X, out, n, r0, r1, leaf_order, wplus, scale0, identity, g, t, u, d):
-    """Coefficients of rows r0..r1-1. ``g`` holds ``R * n`` values of X's dtype (the rows in
-    leaf order when that is not the identity), ``t``, ``u``, ``d`` ``R * n / 2`` float64."""
+    """Coefficients of rows r0..r1-1. ``g`` holds ``R * n`` values of X's dtype (a copy of the
+    rows, read in order, when the leaf order is not the identity: the gather then reads the
+    cache, not memory in a random order), ``t``, ``u``, ``d`` ``R * n / 2`` float64."""
     R = r1 - r0
     base = r0 * n
     h = n >> 1
     if identity:
         _pair_level(X[base : base + R * n], t, d, 0, wplus[h - 1], R * h)
     else:
-        for r in range(R):
-            o = base + r * n
-            q = r * n
-            for i in range(n):
-                g[q + i] = X[o + leaf_order[i]]
-        _pair_level(g, t, d, 0, wplus[h - 1], R * h)
+        b = _U(base)
+        for i in range(_U(R * n)):
+            g[i] = X[b + i]
+        _gather_pair_rows(g, leaf_order, t, d, wplus[h - 1], R, n)
     _copy_runs(d, 0, h, out, base + h, n, R, h)
     h >>= 1
     while h >= 1:
@@ -104,9 +120,10 @@ def _forward_block(X, out, n, r0, r1, leaf_order, wplus, scale0, identity, g, t,
 
 
 @numba.njit(cache=True)
-def _inverse_block(C, out, n, r0, r1, leaf_order, wplus, scale0, identity, g, t, u, d):
+def _inverse_block(C, out, n, r0, r1, leaf_rank, wplus, scale0, identity, g, t, u, d):
     """Data of coefficient rows r0..r1-1 (buffers as in :func:`_forward_block`, ``g``
-    float64 here: the last level's values before they go to their leaf-order places)."""
+    float64 here: the last level's values, which each row's points gather by ``leaf_rank``,
+    the leaf position of every point, so that the rows are written in order)."""
     R = r1 - r0
     base = r0 * n
     for r in range(R):
@@ -122,17 +139,19 @@ def _inverse_block(C, out, n, r0, r1, leaf_order, wplus, scale0, identity, g, t,
         _unpair_flat(t, out[base : base + R * n], d, wplus[h - 1], R * h)
     else:
         _unpair_flat(t, g, d, wplus[h - 1], R * h)
-        for r in range(R):
-            o = base + r * n
-            q = r * n
-            for i in range(n):
-                out[o + leaf_order[i]] = g[q + i]
+        for r in range(_U(R)):
+            o = _U(base) + r * _U(n)
+            q = r * _U(n)
+            for i in range(_U(n)):
+                out[o + i] = g[q + _U(leaf_rank[i])]
 
 
 @numba.njit(cache=True)
-def short_rows_range(X, out, n, lo, hi, inverse, identity, leaf_order, wplus):
+def short_rows_range(X, out, n, lo, hi, inverse, identity, perm, wplus):
     """Transform rows lo..hi-1 of ``n`` values (``n >= 2`` a power of two), blocks of
-    ``BLOCK_VALUES // n`` rows (or all of them, when fewer) at a time."""
+    ``BLOCK_VALUES // n`` rows (or all of them, when fewer) at a time. ``perm``: the tree's
+    leaf order (forward) or its inverse, the leaf position of every point (inverse); both
+    kernels gather by it."""
     R = max(1, min(BLOCK_VALUES // n, hi - lo))  # no larger buffers than the rows need
     half = R * n // 2
     t = np.empty(half, dtype=np.float64)
@@ -142,18 +161,18 @@ def short_rows_range(X, out, n, lo, hi, inverse, identity, leaf_order, wplus):
     if inverse:
         g = np.empty(0 if identity else R * n, dtype=np.float64)
         for r0 in range(lo, hi, R):
-            _inverse_block(X, out, n, r0, min(r0 + R, hi), leaf_order, wplus, scale0, identity,
-                           g, t, u, d)  # fmt: skip
+            _inverse_block(X, out, n, r0, min(r0 + R, hi), perm, wplus, scale0, identity, g, t,
+                           u, d)  # fmt: skip
     else:
         g = np.empty(0 if identity else R * n, dtype=X.dtype)
         for r0 in range(lo, hi, R):
-            _forward_block(X, out, n, r0, min(r0 + R, hi), leaf_order, wplus, scale0, identity,
-                           g, t, u, d)  # fmt: skip
+            _forward_block(X, out, n, r0, min(r0 + R, hi), perm, wplus, scale0, identity, g, t,
+                           u, d)  # fmt: skip
 
 
 @numba.njit(cache=True, parallel=True)
-def short_rows(X, out, n, n_rows, inverse, identity, leaf_order, wplus, n_tasks):
+def short_rows(X, out, n, n_rows, inverse, identity, perm, wplus, n_tasks):
     """:func:`short_rows_range` over all rows, in ``n_tasks`` tasks of consecutive rows."""
     for task in numba.prange(n_tasks):
         lo, hi = _split(task, n_tasks, n_rows)
-        short_rows_range(X, out, n, lo, hi, inverse, identity, leaf_order, wplus)
+        short_rows_range(X, out, n, lo, hi, inverse, identity, perm, wplus)

@@ -242,7 +242,8 @@ def _apply_along(X, plan, axis, inverse, out=None):
     n_threads = 1 if serial else numba.get_num_threads()
     if plan.dyadic and B == 1 and 2 <= n <= _SHORT_MAX_N:
         # many short rows on a perfect binary tree: lifted a block of rows at a time
-        args = (inverse, plan.identity, plan.leaf_order, plan.wplus)
+        perm = plan.leaf_rank if inverse else plan.leaf_order  # both kernels gather by it
+        args = (inverse, plan.identity, perm, plan.wplus)
         if serial:
             _short_kernels.short_rows_range(flat, oflat, n, 0, A, *args)
         else:
@@ -252,7 +253,8 @@ def _apply_along(X, plan, axis, inverse, out=None):
     row_blocks = plan.dyadic and _dyadic_row_blocks(n, B, A)
     n_lanes = A * B
     if not row_blocks and B < _kernels._MIN_CONTIGUOUS and _one_lane_at_a_time(plan, n, n_lanes):
-        args = (inverse, plan.dyadic, plan.identity, *plan.kernel_args())
+        args = (inverse, plan.dyadic, plan.identity, plan.leaf_order, plan.leaf_rank,
+                *plan.kernel_args()[1:])  # fmt: skip
         long_lanes = plan.dyadic and B == 1 and n > _row_kernels.CHUNKED
         if long_lanes and n_lanes < n_threads and not serial:
             # too few lanes to share out: share the subtrees of each lane instead

@@ -40,10 +40,12 @@ class _HaarPlan:
     ``child_span[v]`` the ids of node ``v``'s children (``[first, last + 1)``), ``parent``,
     ``first_leaf`` (the id of the leaf at position 0; leaves are the last ``n`` ids), and per
     coefficient ``cnode`` (its folder), ``cplus`` (its '+' child) and ``clast`` (the last
-    sorted child of the folder on its final coefficient, -1 before).
+    sorted child of the folder on its final coefficient, -1 before). ``leaf_rank`` is the
+    inverse of ``leaf_order``: the leaf position of every point.
     """
 
     leaf_order: np.ndarray
+    leaf_rank: np.ndarray
     child_span: np.ndarray
     parent: np.ndarray
     first_leaf: int
@@ -188,8 +190,12 @@ def _build_plan(tree, order, contract=True):
     first_leaf = int(tree.level_ptr[tree.n_levels - 1])
     nodes = _contracted_nodes if contract else _tree_nodes
     new_id, stand_in, span, parent, k_first_leaf = nodes(tree)
+    leaf_order = np.array(tree.leaf_order, dtype=np.intp)
+    leaf_rank = np.empty_like(leaf_order)
+    leaf_rank[leaf_order] = np.arange(leaf_order.shape[0])
     return _HaarPlan(
-        leaf_order=np.array(tree.leaf_order, dtype=np.intp),
+        leaf_order=leaf_order,
+        leaf_rank=leaf_rank,
         child_span=span,
         parent=parent,
         first_leaf=k_first_leaf,
