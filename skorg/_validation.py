@@ -135,6 +135,29 @@ _PEAK_BITS = {
 _PEAK_PARALLEL_MIN = 1 << 21
 
 
+# up to this many values plain_magnitude looks at them as Python floats
+_PLAIN_PYTHON_MAX = 16
+
+
+def plain_values(values, itemsize):
+    """:func:`plain_magnitude` of the values of a float array of ``itemsize`` bytes, given as a
+    list of Python floats (exact): for a few values, where a compiled pass costs more.
+
+    First from their Euclidean norm (``math.hypot``: not finite if any value is not), which
+    lies between ``max |x|`` and ``sqrt(len)`` times it, so that well inside the range one
+    C call decides; near its ends ``max |x|`` itself does.
+    """
+    norm = math.hypot(*values)
+    if norm - norm != 0.0:  # NaN or infinity (or finite values too large for a norm)
+        return False
+    if itemsize != 8:
+        return norm > 0.0  # every positive finite float32 lies within the range
+    if 2.0 * _PLAIN_MIN * math.sqrt(len(values)) <= norm < _PLAIN_END:
+        return True  # (a factor 2 against rounding)
+    peak = max(map(abs, values))
+    return _PLAIN_MIN <= peak < _PLAIN_END
+
+
 def plain_magnitude(X):
     """Whether ``max |X|`` is finite and within ``[2**-(SAFE_EXPONENT + 1), 2**SAFE_EXPONENT)``,
     the range in which :func:`scaled_copy` leaves X as it is; False for an all-zero X.
@@ -147,6 +170,9 @@ def plain_magnitude(X):
         m = _peak_of_bits(X)
         return _PLAIN_MIN <= m < _PLAIN_END
     flat = X.ravel(order="K")  # a view in memory order
+    if X.size <= _PLAIN_PYTHON_MAX:
+        # a few values: as Python floats (exact), cheaper than a call of a compiled kernel
+        return plain_values(flat.tolist(), X.dtype.itemsize)
     if X.dtype.itemsize == 8:
         biased = int(_peak.peak_bits_f64(flat)) >> 52  # the exponent field (+1023)
         return 1023 - SAFE_EXPONENT - 1 <= biased < 1023 + SAFE_EXPONENT

@@ -11,7 +11,7 @@ from .._kernels import _haar as _kernels
 from .._kernels import _haar_rows as _row_kernels
 from .._kernels import _haar_short as _short_kernels
 from .._kernels import _haar_slots as _slot_kernels
-from .._validation import finite_peak, plain_magnitude, scaled_copy
+from .._validation import finite_peak, plain_magnitude, plain_values, scaled_copy
 from ..trees import PartitionTree
 from ._haar_plan import _ORDERS, _get_plan
 
@@ -440,10 +440,39 @@ def _plain_along(X, tree, axis, order, inverse, out=None):
         or order not in _ORDERS
     ):
         return None
+    if ndim == 1 and X.shape[0] == 2:
+        values = X.tolist()
+        if not plain_values(values, dtype.itemsize):
+            return None
+        return _two_values(values, dtype, _get_plan(tree, order), inverse, out)
     if not plain_magnitude(X):  # NaN, infinity, all zero or extreme: the general path
         return None
     C = _apply_along(X, _get_plan(tree, order), axis % ndim, inverse, out=out)
     return C if out is None else out  # out itself, not a view of it (as _along)
+
+
+def _two_values(values, dtype, plan, inverse, out):
+    """The transform of one vector of two values (a list of two Python floats): the lifting of
+    :mod:`skorg._kernels._haar_short` on its one folder, the same operations on float64
+    values, rounded to ``dtype`` once at the end as the kernel stores them, so the same bits.
+    Calling the compiled kernel costs more than this whole transform."""
+    w = plan.wplus.item(0)
+    scale0 = 1.0 / math.sqrt(2)
+    first, second = plan.leaf_order.tolist()
+    if inverse:
+        c = values[1]
+        v = values[0] * scale0
+        result = [0.0, 0.0]
+        result[first] = -(w * c) + v
+        result[second] = w * c + v
+    else:
+        b = values[second]
+        s = values[first] + b
+        result = [s * scale0, w * b - w * (s - b)]
+    if out is None:
+        return np.array(result, dtype=dtype)
+    out[:] = result
+    return out
 
 
 def _writes_into(X, out):

@@ -233,9 +233,10 @@ def _is_perfect_binary(tree, first_leaf, cnode, cplus):
 
 _PLAN_CACHE: OrderedDict = OrderedDict()
 _PLAN_CACHE_SIZE = 64
-# the cache is shared by all threads: a lookup's move_to_end must not meet another thread's
-# eviction of the same entry (a KeyError). Plans are built outside the lock, so threads
-# building plans for different trees do not wait for each other.
+# the cache is shared by all threads. Insertions and evictions hold the lock; a lookup does
+# not (each OrderedDict operation is atomic), but another thread may evict the entry between
+# its get and its move_to_end, a KeyError it can ignore: it holds the plan. Plans are built
+# outside the lock, so threads building plans for different trees do not wait for each other.
 _PLAN_LOCK = threading.Lock()
 
 
@@ -243,12 +244,14 @@ def _get_plan(tree, order="bfs"):
     if order not in _ORDERS:
         raise ValueError(f"order must be one of {_ORDERS}, got {order!r}.")
     key = (id(tree), order)
-    with _PLAN_LOCK:
-        hit = _PLAN_CACHE.get(key)
-        # the tree is kept in the entry so that its id cannot be reused while cached
-        if hit is not None and hit[0] is tree:
+    hit = _PLAN_CACHE.get(key)
+    # the tree is kept in the entry so that its id cannot be reused while cached
+    if hit is not None and hit[0] is tree:
+        try:
             _PLAN_CACHE.move_to_end(key)
-            return hit[1]
+        except KeyError:  # evicted by another thread since the get
+            pass
+        return hit[1]
     plan = _build_plan(tree, order)
     with _PLAN_LOCK:
         _PLAN_CACHE[key] = (tree, plan)

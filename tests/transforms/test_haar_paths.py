@@ -210,6 +210,45 @@ def test_short_rows_on_perfect_binary_trees_go_a_block_of_rows_at_a_time(
         assert not spy.called
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_vector_of_two_values_is_lifted_without_a_kernel_call_to_the_same_bits(dtype):
+    """A 1-D vector of two values is lifted in Python floats (a compiled call costs more than
+    the transform): the block kernel's bits in both leaf orders, with and without ``out``,
+    and data outside the plain range (tiny, huge, zero, NaN) still on the general path."""
+    kernels = haar_module._short_kernels
+    rng = np.random.default_rng(8)
+    # the last two beyond the plain range 2**-401 .. 2**400: scaled on the general path
+    cases = [rng.normal(size=2), [3.0, 3.0], [0.0, 5.0], [-(2.0**-401), 1e-200], [7e299, -1e300]]
+    for i, values in enumerate(cases if dtype == np.float64 else cases[:3]):
+        plain = i < 3
+        X = np.array(values, dtype=dtype)
+        before = X.copy()
+        for tree in (dyadic_tree(2), dyadic_tree([1, 0])):
+            with mock.patch.object(
+                kernels, "short_rows_range", wraps=kernels.short_rows_range
+            ) as spy:
+                C = haar_transform(X, tree)
+                back = inverse_haar_transform(C, tree)
+                out = np.empty_like(X)
+                assert haar_transform(X, tree, out=out) is out
+            assert spy.called != plain
+            assert C.dtype == back.dtype == dtype
+            np.testing.assert_array_equal(C, _block_reference(X, tree, 0, False))
+            np.testing.assert_array_equal(back, _block_reference(C, tree, 0, True))
+            np.testing.assert_array_equal(out, C)
+        np.testing.assert_array_equal(X, before)
+    # the general path scales data beyond the plain range: the same coefficients, scaled
+    tree = dyadic_tree(2)
+    for scale in (2.0**-600, 2.0**600, 1e-150, 1e150):
+        X = np.array([1.5, -4.0]) * scale
+        np.testing.assert_allclose(haar_transform(X, tree) / scale, haar_transform(X / scale, tree))
+    assert np.array_equal(haar_transform(np.zeros(2), tree), np.zeros(2))
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        haar_transform(np.array([1.0, np.nan]), tree)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        inverse_haar_transform(np.array([np.inf, 1.0], dtype=dtype), tree)
+
+
 def test_short_rows_in_parallel_equal_the_serial_kernel():
     kernels = haar_module._short_kernels
     rng = np.random.default_rng(6)
