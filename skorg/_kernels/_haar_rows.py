@@ -295,7 +295,7 @@ def dyadic_long_lane(x, y, inverse, identity, leaf_order, wplus, wminus, n_tasks
 
 
 @numba.njit(cache=True)
-def _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_span, first_leaf, cnode,
+def _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_rank, child_span, first_leaf, cnode,
                          cplus, wplus, wminus, scale0, V):  # fmt: skip
     """Coefficients of four vectors on any tree (point p of lane l at ``X[b_l + p * B]``):
     every node's sum in ``V`` (4 values per node), then the coefficients.
@@ -306,14 +306,17 @@ def _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_span, firs
     ``wplus[k] * v - wminus[k] * (S[f] - a)``), so the same coefficients bit for bit. The
     offsets into ``X``, ``V`` and ``out`` are unsigned: a signed one costs a negative-index
     wraparound per access (1.2-1.5x slower on the trees of ``benchmarks/bench_haar.py``).
+    The points are read in memory order, each to its leaf's place in ``V`` (``leaf_rank``,
+    the leaf position of every point): in leaf order the reads would jump about four lanes
+    in memory, which the hardware does not prefetch.
     """
     one, two, three, four = _U(1), _U(2), _U(3), _U(4)
     B_ = _U(B)
     o0, o1, o2, o3 = _U(b0), _U(b1), _U(b2), _U(b3)
     base = four * _U(first_leaf)
-    for i in range(leaf_order.shape[0]):
-        r = _U(leaf_order[i]) * B_
-        q = base + four * _U(i)
+    for p in range(leaf_rank.shape[0]):
+        r = _U(p) * B_
+        q = base + four * _U(leaf_rank[p])
         V[q] = X[o0 + r]
         V[q + one] = X[o1 + r]
         V[q + two] = X[o2 + r]
@@ -372,10 +375,11 @@ def _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_span, firs
 
 
 @numba.njit(cache=True)
-def _tree_inverse_4lanes(C, out, b0, b1, b2, b3, B, leaf_order, parent, first_leaf, cnode, cplus,
+def _tree_inverse_4lanes(C, out, b0, b1, b2, b3, B, leaf_rank, parent, first_leaf, cnode, cplus,
                          clast, wplus, wminus, scale0, V):  # fmt: skip
     """Data of four coefficient vectors on any tree (as :func:`_tree_forward_4lanes`, unsigned
-    offsets too): node values, then totals pushed down from the root."""
+    offsets too, and the points written in memory order): node values, then totals pushed
+    down from the root."""
     one, two, three, four = _U(1), _U(2), _U(3), _U(4)
     B_ = _U(B)
     o0, o1, o2, o3 = _U(b0), _U(b1), _U(b2), _U(b3)
@@ -434,10 +438,11 @@ def _tree_inverse_4lanes(C, out, b0, b1, b2, b3, B, leaf_order, parent, first_le
         V[q + one] += V[r + one]
         V[q + two] += V[r + two]
         V[q + three] += V[r + three]
-    for node in range(first_leaf, n_nodes):
+    for p in range(leaf_rank.shape[0]):
+        node = first_leaf + leaf_rank[p]
         q = four * _U(node)
         r = four * _U(parent[node])
-        o = _U(leaf_order[node - first_leaf]) * B_
+        o = _U(p) * B_
         out[o0 + o] = V[q] + V[r]
         out[o1 + o] = V[q + one] + V[r + one]
         out[o2 + o] = V[q + two] + V[r + two]
@@ -445,7 +450,7 @@ def _tree_inverse_4lanes(C, out, b0, b1, b2, b3, B, leaf_order, parent, first_le
 
 
 @numba.njit(cache=True)
-def _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_order, child_span, parent, first_leaf, cnode,
+def _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_rank, child_span, parent, first_leaf, cnode,
                 cplus, clast, wplus, wminus):  # fmt: skip
     """Lanes lo..hi-1 on a tree that is not perfect binary, four at a time; a last group of
     fewer repeats its last lane (the same values, written to the same place again)."""
@@ -460,10 +465,10 @@ def _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_order, child_span, parent, f
         b2 = (l2 // B) * n * B + l2 % B
         b3 = (l3 // B) * n * B + l3 % B
         if inverse:
-            _tree_inverse_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, parent, first_leaf,
+            _tree_inverse_4lanes(X, out, b0, b1, b2, b3, B, leaf_rank, parent, first_leaf,
                                  cnode, cplus, clast, wplus, wminus, scale0, V)  # fmt: skip
         else:
-            _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_order, child_span, first_leaf,
+            _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_rank, child_span, first_leaf,
                                  cnode, cplus, wplus, wminus, scale0, V)  # fmt: skip
 
 
@@ -484,7 +489,7 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
     transform of a lane in the identity order.
     """
     if not dyadic and first_leaf > 0:
-        _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_order, child_span, parent, first_leaf,
+        _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_rank, child_span, parent, first_leaf,
                     cnode, cplus, clast, wplus, wminus)  # fmt: skip
         return
     scale0 = 1.0 / np.sqrt(n)
