@@ -173,6 +173,10 @@ def test_the_one_pass_peak_kernel_equals_the_two_reductions(dtype, n):
     Y = X.copy()
     Y[7], Y[n // 2] = -np.inf, np.nan
     cases["inf and nan"] = Y
+    for where in (1, n // 2, n // 2 + 1, n - 2):  # about the parts' first values
+        Y = X.copy()
+        Y[where] = -info.max / 2
+        cases[f"peak at {where}"] = Y
     cases["negative zeros"] = np.full(n, -0.0, dtype=dtype)
     cases["subnormal"] = np.full(n, info.smallest_subnormal, dtype=dtype)
     for name, Y in cases.items():
