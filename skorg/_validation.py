@@ -19,6 +19,7 @@ __all__ = [
     "finite_peak",
     "memory_budget",
     "plain_magnitude",
+    "plain_values",
     "pow2_scale",
     "safe_norm",
     "scale_rows",

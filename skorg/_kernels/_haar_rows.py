@@ -87,8 +87,8 @@ def _gather(src, perm, dst, n):
 
 @numba.njit(cache=True, inline="always")
 def _copy(src, dst, n):
-    """``dst[i] = src[i]`` for i < n: a lane into a cached buffer (or back), read or written
-    in order so that the hardware prefetches it, before a gather or after a scatter."""
+    """``dst[i] = src[i]`` for i < n: a lane into a cached buffer, read in order so that the
+    hardware prefetches it, before the gather of its first level."""
     for i in range(n):
         dst[i] = src[i]
 
@@ -271,8 +271,8 @@ def dyadic_long_lane(x, y, inverse, identity, leaf_order, wplus, wminus, n_tasks
     For a 1-D vector or a few long rows, which the lane-parallel kernel would run on one
     thread. The same operations as the serial kernel, so the same coefficients. (In a leaf
     order other than the identity, the inverse scatters the points straight into y: writing
-    them in leaf order into a buffer of n values and gathering y from it was 1.5-2x slower
-    on 2^22 values, a fresh buffer's pages and a second pass over memory.)
+    them in leaf order into a buffer of n values and gathering y from it was up to 1.9x slower
+    on 2^22 values: a fresh buffer's pages and a second pass over memory.)
     """
     n = leaf_order.shape[0]
     n_chunks = n // CHUNK
