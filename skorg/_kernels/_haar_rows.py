@@ -86,9 +86,17 @@ def _gather(src, perm, dst, n):
 
 
 @numba.njit(cache=True, inline="always")
+def _scatter(src, perm, dst, n):
+    """``dst[perm[i]] = src[i]`` for i < n (unsigned indices)."""
+    for i in range(_U(n)):
+        dst[_U(perm[i])] = src[i]
+
+
+@numba.njit(cache=True, inline="always")
 def _copy(src, dst, n):
     """``dst[i] = src[i]`` for i < n: a lane into a cached buffer, read in order so that the
-    hardware prefetches it, before the gather of its first level."""
+    hardware prefetches it, before the gather of its first level; a subtree's points into
+    the lane."""
     for i in range(n):
         dst[i] = src[i]
 
@@ -241,12 +249,12 @@ def _inverse_chunks(c, y, leaf_order, wplus, wminus, t, u, totals, q0, q1, ident
             h <<= 1
             H <<= 1
         off = q * CHUNK
+        # loops from 0 over slices: with the offset in the index, the compiled loop keeps a
+        # negative-index check per value and does not vectorize
         if identity:
-            for i in range(CHUNK):
-                y[off + i] = a[i]
+            _copy(a, y[off : off + CHUNK], CHUNK)
         else:
-            for i in range(CHUNK):
-                y[leaf_order[off + i]] = a[i]
+            _scatter(a, leaf_order[off : off + CHUNK], y, CHUNK)
 
 
 @numba.njit(cache=True)
