@@ -50,6 +50,8 @@ _WIDTH = 64
 _TWIDTH = 64
 # narrower trailing axes are transposed into a buffer instead of read in place
 _MIN_CONTIGUOUS = 16
+# unsigned offsets: numba indexes with them without a negative-index check
+_UINT = np.uint64
 # prange tasks per thread; the caller hands them out one at a time (parallel chunk size 1),
 # so a thread slowed by another process on its core takes fewer of them
 _TASKS_PER_THREAD = 16
@@ -243,19 +245,24 @@ def _task_range(task, n_tasks, n_blocks):
 
 @numba.njit(cache=True)
 def _transpose_in(src, base0, ls, W, n, B, buf):
-    """buf[p, j] = src[base0 + j * ls + p * B]: lane j of the block as column j."""
-    for j in range(W):
-        off = base0 + j * ls
-        for p in range(n):
-            buf[p * W + j] = src[off + p * B]
+    """buf[p, j] = src[base0 + j * ls + p * B]: lane j of the block as column j (unsigned
+    offsets: no negative-index check per value)."""
+    W_ = _UINT(W)
+    B_ = _UINT(B)
+    for j in range(W_):
+        off = _UINT(base0) + j * _UINT(ls)
+        for p in range(_UINT(n)):
+            buf[p * W_ + j] = src[off + p * B_]
 
 
 @numba.njit(cache=True)
 def _transpose_out(buf, dst, base0, ls, W, n, B):
-    for j in range(W):
-        off = base0 + j * ls
-        for p in range(n):
-            dst[off + p * B] = buf[p * W + j]
+    W_ = _UINT(W)
+    B_ = _UINT(B)
+    for j in range(W_):
+        off = _UINT(base0) + j * _UINT(ls)
+        for p in range(_UINT(n)):
+            dst[off + p * B_] = buf[p * W_ + j]
 
 
 @numba.njit(cache=True)
@@ -353,18 +360,22 @@ def _tile_out(buf, dst, base0, ls, W, n):
     """
     n8 = n - n % 8
     W8 = W - W % 8
+    b0 = _UINT(base0)
+    ls_ = _UINT(ls)
+    W_ = _UINT(W)
     for p0 in range(0, n8, 8):
         for j0 in range(0, W8, 8):
-            for jj in range(8):
-                off = base0 + (j0 + jj) * ls + p0
-                for pp in range(8):
-                    dst[off + pp] = buf[(p0 + pp) * W + j0 + jj]
-    for j in range(W8, W):
-        for p in range(n8):
-            dst[base0 + j * ls + p] = buf[p * W + j]
-    for j in range(W):
-        for p in range(n8, n):
-            dst[base0 + j * ls + p] = buf[p * W + j]
+            for jj in range(_UINT(8)):
+                j = _UINT(j0) + jj
+                off = b0 + j * ls_ + _UINT(p0)
+                for pp in range(_UINT(8)):
+                    dst[off + pp] = buf[(_UINT(p0) + pp) * W_ + j]
+    for j in range(_UINT(W8), W_):
+        for p in range(_UINT(n8)):
+            dst[b0 + j * ls_ + p] = buf[p * W_ + j]
+    for j in range(W_):
+        for p in range(_UINT(n8), _UINT(n)):
+            dst[b0 + j * ls_ + p] = buf[p * W_ + j]
 
 
 @numba.njit(cache=True)
