@@ -525,9 +525,9 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
                 x = xin
             elif stage_out:
                 y = yout
-        else:
-            for p in range(n):
-                xin[p] = X[base + p * B]
+        else:  # a strided lane through buffers (unsigned offsets: no negative-index check)
+            for p in range(_U(n)):
+                xin[p] = X[_U(base) + p * _U(B)]
             x = xin
             y = yout
         if first_leaf == 0:  # a one-point tree: the root is the leaf
@@ -542,8 +542,8 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
         else:
             _dyadic_inverse_lane(x, y, leaf_rank, wplus, wminus, scale0, identity, t, u)
         if B != 1:
-            for p in range(n):
-                out[base + p * B] = yout[p]
+            for p in range(_U(n)):
+                out[_U(base) + p * _U(B)] = yout[p]
         elif stage_out:
             _gather(yout, leaf_rank, out[base : base + n], n)
 
