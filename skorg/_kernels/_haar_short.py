@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 # _U: the unsigned offsets of the lifting kernels (no negative-index wraparound)
-from ._haar_rows import _U, _pair_level, _split
+from ._haar_rows import _U, _copy, _pair_level, _split
 
 # values per block of rows: its level buffers (half as many float64 each) stay in L1
 BLOCK_VALUES = 2048
@@ -104,9 +104,7 @@ def _forward_block(X, out, n, r0, r1, leaf_order, wplus, scale0, identity, g, t,
     if identity:
         _pair_level(X[base : base + R * n], t, d, 0, wplus[h - 1], R * h)
     else:
-        b = _U(base)
-        for i in range(_U(R * n)):
-            g[i] = X[b + i]
+        _copy(X[base : base + R * n], g, R * n)
         _gather_pair_rows(g, leaf_order, t, d, wplus[h - 1], R, n)
     _copy_runs(d, 0, h, out, base + h, n, R, h)
     h >>= 1

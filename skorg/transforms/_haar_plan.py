@@ -41,7 +41,8 @@ class _HaarPlan:
     ``first_leaf`` (the id of the leaf at position 0; leaves are the last ``n`` ids), and per
     coefficient ``cnode`` (its folder), ``cplus`` (its '+' child) and ``clast`` (the last
     sorted child of the folder on its final coefficient, -1 before). ``leaf_rank`` is the
-    inverse of ``leaf_order``: the leaf position of every point.
+    inverse of ``leaf_order`` (the tree's ``leaf_position``): the leaf position of every
+    point.
     """
 
     leaf_order: np.ndarray
@@ -190,12 +191,10 @@ def _build_plan(tree, order, contract=True):
     first_leaf = int(tree.level_ptr[tree.n_levels - 1])
     nodes = _contracted_nodes if contract else _tree_nodes
     new_id, stand_in, span, parent, k_first_leaf = nodes(tree)
-    leaf_order = np.array(tree.leaf_order, dtype=np.intp)
-    leaf_rank = np.empty_like(leaf_order)
-    leaf_rank[leaf_order] = np.arange(leaf_order.shape[0])
     return _HaarPlan(
-        leaf_order=leaf_order,
-        leaf_rank=leaf_rank,
+        # writeable copies: the kernels are compiled for writeable index arrays
+        leaf_order=np.array(tree.leaf_order, dtype=np.intp),
+        leaf_rank=np.array(tree.leaf_position, dtype=np.intp),
         child_span=span,
         parent=parent,
         first_leaf=k_first_leaf,
