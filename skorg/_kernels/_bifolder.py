@@ -131,7 +131,9 @@ def _block_features(P, start1, end1, scale1, f_lo, f_hi, start2, end2, scale2, Q
 
 
 @numba.njit(fastmath=True, cache=True)
-def _group(P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, a, bufs, accs):
+def _group(
+    P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, a, bufs, accs, minus_one
+):
     """Add the pairwise L1 sums of feature-block group ``a`` to ``accs[a]`` (upper
     triangle, ``j > i``), block by block, with scratch ``bufs[a]``."""
     m = P.shape[2]
@@ -158,26 +160,57 @@ def _group(P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, a,
             for tj in range(ti, n_tiles):
                 j0 = tj * tile
                 j1 = min(j0 + tile, m)
-                _tile_chunk(buf, i0, i1, j0, j1, 0, padded, acc[i0:i1, j0:j1], ti == tj)
+                _tile_chunk(buf, i0, i1, j0, j1, 0, padded, acc[i0:i1, j0:j1], ti == tj, minus_one)
 
 
 @numba.njit(parallel=True, cache=True)
-def bifolder_l1(P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, bufs, accs):
+def bifolder_l1(
+    P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, bufs, accs, minus_one
+):
     """Pairwise weighted L1 distances between slices over all bi-folder features.
 
     ``block_bounds`` (length n_blocks + 1) cuts the folders of the first tree into
     feature blocks; the blocks are shared out in ``accs.shape[0]`` contiguous groups, group
     ``a`` summed into ``accs[a]`` (upper triangle) with scratch ``bufs[a]``. The caller adds
-    the groups in order.
+    the groups in order. ``minus_one`` must be -1.0 (see
+    :func:`skorg._kernels._emd._tile_chunk`).
     """
     for a in prange(accs.shape[0]):
-        _group(P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, a, bufs, accs)
+        _group(
+            P,
+            start1,
+            end1,
+            scale1,
+            start2,
+            end2,
+            scale2,
+            block_bounds,
+            tile,
+            a,
+            bufs,
+            accs,
+            minus_one,
+        )
 
 
 @numba.njit(cache=True)
 def bifolder_l1_serial(
-    P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, bufs, accs
+    P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, bufs, accs, minus_one
 ):
     """:func:`bifolder_l1` without a parallel region (same sums, same order)."""
     for a in range(accs.shape[0]):
-        _group(P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, a, bufs, accs)
+        _group(
+            P,
+            start1,
+            end1,
+            scale1,
+            start2,
+            end2,
+            scale2,
+            block_bounds,
+            tile,
+            a,
+            bufs,
+            accs,
+            minus_one,
+        )

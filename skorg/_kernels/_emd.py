@@ -30,6 +30,8 @@ import numba
 import numpy as np
 from numba import prange
 
+from ._fma import fma
+
 # Features per float32 partial sum of the pairwise kernel (float64 sums run in one pass): a
 # whole feature block or chunk (up to 512), so that each 4 x 4 micro-tile reduces its
 # sixteen vector sums once per block (256 took 7% longer on the 3-D benchmark's steps); each
@@ -154,14 +156,16 @@ def _pair_sum(a, b):
 
 
 @numba.njit(fastmath=True, inline="always")
-def _tile_chunk(F, i0, i1, j0, j1, f0, f1, acc, diag):
+def _tile_chunk(F, i0, i1, j0, j1, f0, f1, acc, diag, minus_one):
     """Add the L1 sums over features f0:f1 of rows i0:i1 x j0:j1 to acc.
 
     On a diagonal tile (i0 == j0) micro-tiles strictly below the diagonal are
     skipped; the caller reads only j > i there. Sums run in F's precision: in
     one pass for float64, in runs of ``_LOWP_RUN`` features for float32 (each
     run's sum then added to the float64 ``acc``), which keeps the float32
-    rounding error near that of the features themselves.
+    rounding error near that of the features themselves. ``minus_one`` is -1, given at run
+    time: each difference is ``fma(y, minus_one, x)``, the bits of ``x - y`` on the
+    multiply-add units (see :mod:`skorg._kernels._fma`).
     """
     if f1 <= f0:
         return
@@ -202,22 +206,22 @@ def _tile_chunk(F, i0, i1, j0, j1, f0, f1, acc, diag):
                         y1 = b1[f]
                         y2 = b2[f]
                         y3 = b3[f]
-                        s00 += abs(x0 - y0)
-                        s01 += abs(x0 - y1)
-                        s02 += abs(x0 - y2)
-                        s03 += abs(x0 - y3)
-                        s10 += abs(x1 - y0)
-                        s11 += abs(x1 - y1)
-                        s12 += abs(x1 - y2)
-                        s13 += abs(x1 - y3)
-                        s20 += abs(x2 - y0)
-                        s21 += abs(x2 - y1)
-                        s22 += abs(x2 - y2)
-                        s23 += abs(x2 - y3)
-                        s30 += abs(x3 - y0)
-                        s31 += abs(x3 - y1)
-                        s32 += abs(x3 - y2)
-                        s33 += abs(x3 - y3)
+                        s00 += abs(fma(y0, minus_one, x0))
+                        s01 += abs(fma(y1, minus_one, x0))
+                        s02 += abs(fma(y2, minus_one, x0))
+                        s03 += abs(fma(y3, minus_one, x0))
+                        s10 += abs(fma(y0, minus_one, x1))
+                        s11 += abs(fma(y1, minus_one, x1))
+                        s12 += abs(fma(y2, minus_one, x1))
+                        s13 += abs(fma(y3, minus_one, x1))
+                        s20 += abs(fma(y0, minus_one, x2))
+                        s21 += abs(fma(y1, minus_one, x2))
+                        s22 += abs(fma(y2, minus_one, x2))
+                        s23 += abs(fma(y3, minus_one, x2))
+                        s30 += abs(fma(y0, minus_one, x3))
+                        s31 += abs(fma(y1, minus_one, x3))
+                        s32 += abs(fma(y2, minus_one, x3))
+                        s33 += abs(fma(y3, minus_one, x3))
                     acc[r, c] += s00
                     acc[r, c + 1] += s01
                     acc[r, c + 2] += s02
@@ -244,7 +248,7 @@ def _tile_chunk(F, i0, i1, j0, j1, f0, f1, acc, diag):
 
 
 @numba.njit(fastmath=True, cache=True)
-def _l1_tile(F, i0, j0, tile, chunk, out):
+def _l1_tile(F, i0, j0, tile, chunk, out, minus_one):
     """The tile pair at rows i0 and j0 of :func:`pairwise_l1_sym`."""
     m, k = F.shape
     i1 = min(i0 + tile, m)
@@ -252,7 +256,7 @@ def _l1_tile(F, i0, j0, tile, chunk, out):
     diag = i0 == j0
     acc = np.zeros((tile, tile), dtype=np.float64)
     for f0 in range(0, k, chunk):
-        _tile_chunk(F, i0, i1, j0, j1, f0, min(f0 + chunk, k), acc, diag)
+        _tile_chunk(F, i0, i1, j0, j1, f0, min(f0 + chunk, k), acc, diag, minus_one)
     for i in range(i0, i1):
         for j in range(j0, j1):
             if j > i or not diag:
@@ -261,19 +265,21 @@ def _l1_tile(F, i0, j0, tile, chunk, out):
 
 
 @numba.njit(parallel=True, cache=True)
-def pairwise_l1_sym(F, tile_i, tile_j, tile, chunk, out):
+def pairwise_l1_sym(F, tile_i, tile_j, tile, chunk, out, minus_one):
     """Add ``sum_f |F[i, f] - F[j, f]|`` to ``out[i, j]`` and ``out[j, i]``.
 
     F has shape (m, k); out is (m, m) float64. ``tile_i``, ``tile_j`` list the
     tile pairs (tile_i <= tile_j) of the upper triangle, ``tile`` is the tile
-    side (a multiple of 4) and ``chunk`` the number of features per pass.
+    side (a multiple of 4) and ``chunk`` the number of features per pass. ``minus_one``
+    must be -1.0 (an argument so that the compiler keeps the multiply-adds of
+    :func:`_tile_chunk`).
     """
     for p in prange(tile_i.shape[0]):
-        _l1_tile(F, tile_i[p] * tile, tile_j[p] * tile, tile, chunk, out)
+        _l1_tile(F, tile_i[p] * tile, tile_j[p] * tile, tile, chunk, out, minus_one)
 
 
 @numba.njit(cache=True)
-def pairwise_l1_sym_serial(F, tile_i, tile_j, tile, chunk, out):
+def pairwise_l1_sym_serial(F, tile_i, tile_j, tile, chunk, out, minus_one):
     """:func:`pairwise_l1_sym` without a parallel region (same sums, same order)."""
     for p in range(tile_i.shape[0]):
-        _l1_tile(F, tile_i[p] * tile, tile_j[p] * tile, tile, chunk, out)
+        _l1_tile(F, tile_i[p] * tile, tile_j[p] * tile, tile, chunk, out, minus_one)

@@ -201,11 +201,11 @@ def _add_pairwise_l1(F, out):
         return
     if numba.get_num_threads() == 1 or m * m * k // 2 < _PARALLEL_MIN_WORK:
         ti, tj, tile = _tile_pairs(m, 1)
-        _k.pairwise_l1_sym_serial(F, ti, tj, tile, _FEATURE_CHUNK, out)
+        _k.pairwise_l1_sym_serial(F, ti, tj, tile, _FEATURE_CHUNK, out, -1.0)
         return
     ti, tj, tile = _tile_pairs(m, numba.get_num_threads())
     with _dynamic_schedule():
-        _k.pairwise_l1_sym(F, ti, tj, tile, _FEATURE_CHUNK, out)
+        _k.pairwise_l1_sym(F, ti, tj, tile, _FEATURE_CHUNK, out, -1.0)
 
 
 def _reduce_axis(Z, ax, plan, dtype, compiled):
@@ -358,7 +358,8 @@ def _emd_two_trees(X, axis, plan1, plan2, dtype):
     width = -(-per_block * k2 // _kb._PAD) * _kb._PAD
     bufs = np.empty((n_groups, m, width), dtype=dtype)
     accs = np.zeros((n_groups, m, m), dtype=np.float64)
-    args = (P, start1, end1, scale1, start2, end2, scale2, block_bounds, _TILE, bufs, accs)
+    # -1 at run time, for the kernels' multiply-add differences (skorg._kernels._fma)
+    args = (P, start1, end1, scale1, start2, end2, scale2, block_bounds, _TILE, bufs, accs, -1.0)
     if n_threads == 1 or m * m * k1 * k2 // 2 < _PARALLEL_MIN_WORK:
         _kb.bifolder_l1_serial(*args)
     else:
