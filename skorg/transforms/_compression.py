@@ -9,7 +9,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .._validation import safe_norm
-from ._haar import _check_array, _check_trees, _multi, haar_coefficient_info, haar_support
+from ._haar import _check_array, _check_trees, haar_coefficient_info, haar_support
+from ._haar_dispatch import _multi
 
 __all__ = [
     "HaarApproximation",

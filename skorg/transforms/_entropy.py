@@ -7,7 +7,8 @@ from numbers import Integral
 import numpy as np
 
 from .._validation import safe_norm, scale_rows
-from ._haar import _check_array, _check_trees, _multi, haar_support
+from ._haar import _check_array, _check_trees, haar_support
+from ._haar_dispatch import _multi
 
 __all__ = ["l1_entropy"]
 

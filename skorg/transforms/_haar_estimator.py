@@ -18,7 +18,9 @@ from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, v
 
 from .._labels import check_output_columns, frame_like
 from ..trees import PartitionTree, dyadic_tree
-from ._haar import _along, _get_plan, haar_support
+from ._haar import haar_support
+from ._haar_dispatch import _along
+from ._haar_plan import _get_plan
 
 __all__ = ["TreeHaarTransform"]
 

@@ -360,14 +360,14 @@ def test_fused_last_two_axes_match_the_dense_basis(shape, dtype, order):
     """Tensors whose last two axes take the fused slab kernels (>= 2 x threads slabs)."""
     from unittest import mock
 
-    import skorg.transforms._haar as haar_module
+    import skorg.transforms._haar_dispatch as haar_dispatch
     from skorg.transforms import haar_basis, inverse_multi_haar_transform, multi_haar_transform
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=shape).astype(dtype)
     trees = [_irregular_tree(n, seed) for seed, n in enumerate(shape)]
-    fused = haar_module._apply_last2
-    with mock.patch.object(haar_module, "_apply_last2", wraps=fused) as spy:
+    fused = haar_dispatch._apply_last2
+    with mock.patch.object(haar_dispatch, "_apply_last2", wraps=fused) as spy:
         C = multi_haar_transform(X, trees, order=order)
     assert spy.call_count == 1  # the fused path is the one under test
     expected = X.astype(np.float64)

@@ -17,6 +17,7 @@ import pytest
 import pywt
 
 import skorg.transforms._haar as haar_module
+import skorg.transforms._haar_dispatch as haar_dispatch
 from skorg._kernels import _haar as block_kernels
 from skorg.transforms import haar_transform, inverse_haar_transform
 from skorg.trees import PartitionTree, dyadic_tree
@@ -24,7 +25,7 @@ from skorg.trees import PartitionTree, dyadic_tree
 
 def _block_reference(X, tree, axis, inverse, order="bfs"):
     """The node-by-node 64-lane block kernel, called directly (one path for every case)."""
-    plan = haar_module._get_plan(tree, order)
+    plan = haar_dispatch._get_plan(tree, order)
     X = np.ascontiguousarray(X)
     n = X.shape[axis]
     A = int(np.prod(X.shape[:axis]))
@@ -118,7 +119,7 @@ def test_every_path_equals_the_block_kernel_bit_for_bit(shape, axis, dtype, seri
     X = rng.normal(size=shape).astype(dtype)
     before = X.copy()
     size = 1 << 40 if serial else 0
-    with mock.patch.object(haar_module, "_SERIAL_SIZE", size):
+    with mock.patch.object(haar_dispatch, "_SERIAL_SIZE", size):
         for name, tree in _trees(shape[axis], rng).items():
             for order in ("bfs", "reference"):
                 C = haar_transform(X, tree, axis=axis, order=order)
@@ -142,7 +143,7 @@ def test_every_path_equals_the_block_kernel_bit_for_bit(shape, axis, dtype, seri
      ((16, 64, 2), True), ((17, 64, 2), False), ((8, 128, 3), False), ((1, 16, 2), True)],
 )  # fmt: skip
 def test_short_trailing_runs_take_the_row_segment_kernel_where_it_is_faster(shape, row_segments):
-    kernels = haar_module._row_kernels
+    kernels = haar_dispatch._segment_kernels
     X = np.random.default_rng(3).normal(size=shape)
     tree = dyadic_tree(shape[1])
     with mock.patch.object(
@@ -170,7 +171,7 @@ def test_short_trailing_runs_take_the_row_segment_kernel_where_it_is_faster(shap
 def test_vectors_go_one_at_a_time_when_long_or_few(shape, dyadic_lanes, other_lanes):
     """Perfect binary trees take this kernel only on rows longer than the short-row
     kernel's (see the next test); other trees from 24 points, or on a handful of vectors."""
-    kernels = haar_module._row_kernels
+    kernels = haar_dispatch._row_kernels
     X = np.random.default_rng(4).normal(size=shape)
     n = shape[-1]
     for tree, expected in ((dyadic_tree(1 << (n.bit_length() - 1)), dyadic_lanes),
@@ -192,7 +193,7 @@ def test_vectors_go_one_at_a_time_when_long_or_few(shape, dyadic_lanes, other_la
 def test_short_rows_on_perfect_binary_trees_go_a_block_of_rows_at_a_time(
     shape, axis, short, inverse
 ):
-    kernels = haar_module._short_kernels
+    kernels = haar_dispatch._short_kernels
     rng = np.random.default_rng(5)
     X = rng.normal(size=shape)
     n = shape[axis]
@@ -215,7 +216,7 @@ def test_a_vector_of_two_values_is_lifted_without_a_kernel_call_to_the_same_bits
     """A 1-D vector of two values is lifted in Python floats (a compiled call costs more than
     the transform): the block kernel's bits in both leaf orders, with and without ``out``,
     and data outside the plain range (tiny, huge, zero, NaN) still on the general path."""
-    kernels = haar_module._short_kernels
+    kernels = haar_dispatch._short_kernels
     rng = np.random.default_rng(8)
     # the last two beyond the plain range 2**-401 .. 2**400: scaled on the general path
     cases = [rng.normal(size=2), [3.0, 3.0], [0.0, 5.0], [-(2.0**-401), 1e-200], [7e299, -1e300]]
@@ -250,7 +251,7 @@ def test_a_vector_of_two_values_is_lifted_without_a_kernel_call_to_the_same_bits
 
 
 def test_short_rows_in_parallel_equal_the_serial_kernel():
-    kernels = haar_module._short_kernels
+    kernels = haar_dispatch._short_kernels
     rng = np.random.default_rng(6)
     for n in (2, 16, 256):
         X = rng.normal(size=((1 << 18) // n + 5, n)).astype(np.float32)
@@ -259,7 +260,7 @@ def test_short_rows_in_parallel_equal_the_serial_kernel():
             C = haar_transform(X, tree)
             back = inverse_haar_transform(C, tree)
         assert spy.call_count == (2 if numba.get_num_threads() > 1 else 0)
-        with mock.patch.object(haar_module, "_SERIAL_SIZE", 1 << 40):
+        with mock.patch.object(haar_dispatch, "_SERIAL_SIZE", 1 << 40):
             np.testing.assert_array_equal(C, haar_transform(X, tree))
             np.testing.assert_array_equal(back, inverse_haar_transform(C, tree))
         np.testing.assert_array_equal(C, _block_reference(X, tree, 1, False))
@@ -267,14 +268,14 @@ def test_short_rows_in_parallel_equal_the_serial_kernel():
 
 def test_perfect_binary_trees_take_the_lifting_kernels():
     rng = np.random.default_rng(2)
-    assert haar_module._get_plan(dyadic_tree(1024)).dyadic
-    assert haar_module._get_plan(dyadic_tree(rng.permutation(8))).dyadic
+    assert haar_dispatch._get_plan(dyadic_tree(1024)).dyadic
+    assert haar_dispatch._get_plan(dyadic_tree(rng.permutation(8))).dyadic
     # the reference order puts the folders of a level in another order: node-by-node path
-    assert not haar_module._get_plan(dyadic_tree(rng.permutation(8)), "reference").dyadic
-    assert haar_module._get_plan(dyadic_tree(np.arange(8)), "reference").dyadic
+    assert not haar_dispatch._get_plan(dyadic_tree(rng.permutation(8)), "reference").dyadic
+    assert haar_dispatch._get_plan(dyadic_tree(np.arange(8)), "reference").dyadic
     for n in (1, 3, 6, 100):  # not a power of two: one-child chains
-        assert not haar_module._get_plan(dyadic_tree(n)).dyadic
-    assert not haar_module._get_plan(_wide_tree(64, 0)).dyadic
+        assert not haar_dispatch._get_plan(dyadic_tree(n)).dyadic
+    assert not haar_dispatch._get_plan(_wide_tree(64, 0)).dyadic
 
 
 @pytest.mark.parametrize(("shape", "axis"), [((8, 1024), 1), ((512, 32), 0), ((4, 256, 3), 1)])
@@ -322,12 +323,12 @@ def test_dyadic_tree_equals_pywavelets_haar(shape, axis, dtype):
 def test_column_blocks_keep_their_level_buffers_in_l2():
     for n in (2, 64, 256, 1024, 1 << 16, 1 << 20):
         for B in (16, 100, 4096, 10_000, 1 << 20):
-            width, chunk = haar_module._block_plan(n, B)
-            assert 1 <= width <= min(B, haar_module._BLOCK_WIDTH)
-            assert width == B or width == haar_module._BLOCK_WIDTH  # whole rows up to there
+            width, chunk = haar_dispatch._block_plan(n, B)
+            assert 1 <= width <= min(B, haar_dispatch._BLOCK_WIDTH)
+            assert width == B or width == haar_dispatch._BLOCK_WIDTH  # whole rows up to there
             if chunk < n:  # by subtrees: a power of two that divides n, buffers within L2
                 assert chunk >= 2 and chunk & (chunk - 1) == 0 and n % chunk == 0
-                assert 8 * chunk * width <= haar_module._CHUNK_BYTES
+                assert 8 * chunk * width <= haar_dispatch._CHUNK_BYTES
             else:
                 assert chunk == n
 
@@ -337,24 +338,28 @@ def test_column_blocks_by_subtrees_equal_level_by_level(inverse):
     # every subtree size, down to two leaves, gives the level-by-level sums bit for bit, in
     # float64 and float32, for the identity and a shuffled leaf order, on the serial kernel
     # and on the one that shares a block's subtrees out
-    from skorg._kernels import _haar_rows
+    from skorg._kernels import _haar_segments
 
     rng = np.random.default_rng(5)
     n, B = 512, 24
     for dtype in (np.float64, np.float32):
         X = rng.normal(size=(n, B)).astype(dtype)
         for tree in (dyadic_tree(n), dyadic_tree(rng.permutation(n))):
-            plan = haar_module._get_plan(tree)
+            plan = haar_dispatch._get_plan(tree)
             args = (inverse, plan.leaf_order, plan.wplus, plan.wminus)
             expected = np.empty_like(X)
-            _haar_rows.dyadic_blocks_range(X.ravel(), expected.ravel(), n, B, 16, n, 0, 2, *args)
+            _haar_segments.dyadic_blocks_range(
+                X.ravel(), expected.ravel(), n, B, 16, n, 0, 2, *args
+            )
             for chunk in (2, 4, 32, 256):
                 got = np.empty_like(X)
-                _haar_rows.dyadic_blocks_range(X.ravel(), got.ravel(), n, B, 16, chunk, 0, 2, *args)
+                _haar_segments.dyadic_blocks_range(
+                    X.ravel(), got.ravel(), n, B, 16, chunk, 0, 2, *args
+                )
                 np.testing.assert_array_equal(got, expected, err_msg=f"chunk {chunk}")
                 got = np.empty_like(X)
                 for b0 in (0, 16):
-                    _haar_rows.dyadic_block_subtrees(
+                    _haar_segments.dyadic_block_subtrees(
                         X.ravel(), got.ravel(), b0, B, min(16, B - b0), chunk, *args, 3
                     )
                 np.testing.assert_array_equal(got, expected, err_msg=f"subtrees, chunk {chunk}")
@@ -369,7 +374,7 @@ def test_the_depth_first_kernel_keeps_a_few_rows_of_sums():
         levels.append(levels[-1] * 5 + rng.integers(0, 5, size=4096))
     levels.append(np.arange(4096))
     tree = PartitionTree.from_levels(np.array(levels))
-    plan = haar_module._get_plan(tree)
+    plan = haar_dispatch._get_plan(tree)
     post, pre, fslot, n_fslots, islot, n_islots, kstart, kend = plan.slot_args
     inner_children = [
         int(np.sum(np.arange(*plan.child_span[f]) < plan.first_leaf))
@@ -407,7 +412,7 @@ def test_the_depth_first_kernel_keeps_a_few_rows_of_sums():
     for f in range(plan.first_leaf):
         run = np.arange(kstart[f], kend[f])
         np.testing.assert_array_equal(np.flatnonzero(plan.cnode == f), run)
-    assert haar_module._use_slots(plan, 256) and not haar_module._use_slots(plan, 64)
+    assert haar_dispatch._use_slots(plan, 256) and not haar_dispatch._use_slots(plan, 64)
 
 
 @pytest.mark.parametrize("serial", [True, False])
@@ -422,9 +427,9 @@ def test_the_depth_first_kernel_on_degenerate_trees(serial):
     peeled = [np.zeros(30, int), *(np.minimum(np.arange(30), d) for d in range(1, 12))]
     caterpillar = PartitionTree.from_levels(np.array([*peeled, np.arange(30)]))
     size = 1 << 40 if serial else 0
-    with mock.patch.object(haar_module, "_SERIAL_SIZE", size):
+    with mock.patch.object(haar_dispatch, "_SERIAL_SIZE", size):
         for tree in (star, chain, caterpillar):
-            assert haar_module._use_slots(haar_module._get_plan(tree), 300)
+            assert haar_dispatch._use_slots(haar_dispatch._get_plan(tree), 300)
             for dtype in (np.float64, np.float32):
                 for shape, axis in (((tree.n_points, 300), 0), ((3, tree.n_points, 257), 1)):
                     X = rng.normal(size=shape).astype(dtype)
@@ -561,7 +566,7 @@ def test_unusual_calls_take_the_general_path_with_its_results_and_errors(case, i
     X, tree, kwargs = make()
     if isinstance(X, np.ndarray) and isinstance(tree, PartitionTree):
         axis, order = kwargs.get("axis", -1), kwargs.get("order", "bfs")
-        plain = haar_module._plain_along(X, tree, axis, order, inverse, kwargs.get("out"))
+        plain = haar_dispatch._plain_along(X, tree, axis, order, inverse, kwargs.get("out"))
         assert (plain is not None) == (case == "out")  # only a writable array apart from X
     X, tree, kwargs = make()
     try:
