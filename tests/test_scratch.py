@@ -4,7 +4,7 @@ import threading
 
 import numpy as np
 
-import skorg.metrics._emd as emd_module
+import skorg.metrics._emd_core as emd_module
 from skorg._scratch import reusing_scratch, scratch_empty
 from skorg.organize import questionnaire
 

@@ -56,7 +56,7 @@ def pairwise_tree_emd(
     """
     from joblib import Parallel, delayed
 
-    from ._emd import _working_memory
+    from ._emd_core import _working_memory
     from ._knn_emd import tree_emd_embedding
 
     F = tree_emd_embedding(

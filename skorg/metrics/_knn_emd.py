@@ -55,7 +55,7 @@ def tree_emd_embedding(
     >>> bool(np.allclose(cdist(F, F, "cityblock"), multi_tree_emd(X, trees, axis=0)))
     True
     """
-    from . import _emd
+    from . import _emd_core as _emd
 
     X = check_finite_array(X, "X", min_ndim=2, min_rows=1, dtype=None)
     dtype = _emd._feature_dtype(X, dtype)

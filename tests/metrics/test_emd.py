@@ -495,7 +495,7 @@ def test_errors(rng):
 
 # --------------------------------------------------------------------------- NumPy small paths
 def test_small_feature_means_equal_the_kernels_bit_for_bit(rng, monkeypatch):
-    from skorg.metrics import _emd
+    from skorg.metrics import _emd_core as _emd
 
     for shape, ax in (((7, 32), 1), ((33, 5), 0), ((3, 16, 4), 1), ((2, 3, 25), 2)):
         for dtype in (np.float64, np.float32):
@@ -525,7 +525,7 @@ def test_small_feature_means_equal_the_kernels_bit_for_bit(rng, monkeypatch):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_small_pairwise_sums_equal_the_kernel(rng, monkeypatch, dtype):
-    from skorg.metrics import _emd
+    from skorg.metrics import _emd_core as _emd
 
     F = rng.standard_normal((37, 300)).astype(dtype)
     start = rng.random((37, 37))
