@@ -13,15 +13,15 @@ from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from .._labels import axis_labels, check_output_columns, container_kind, data_of, reorder_like
-from ._questionnaire import (
+from ._presets import (
     EARLY_STOPPING,
     EMD_DTYPES,
     ORGANIZER_TREE_METHODS,
     PRESETS,
     QUESTIONNAIRE_ORDERINGS,
     SCHEDULES,
-    questionnaire,
 )
+from ._questionnaire import questionnaire
 
 __all__ = ["QuestionnaireOrganizer"]
 

@@ -2,165 +2,46 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._labels import axis_labels, container_kind, data_of, reorder_like
+from .._labels import axis_labels, data_of
 from .._scratch import reusing_scratch
 from .._sparse_input import check_sparse_matrix
 from .._validation import check_finite_array, pow2_scale
 from ..metrics import affinity_matrix
-from ..trees import TREE_METHODS, build_tree, flexible_tree
-from ._ordering import ORDERINGS, leaf_order
-from ._sparse import SPARSE_TREE_METHODS, sparse_axes, sparse_initial, sparse_rebuild
+from ..trees import build_tree, flexible_tree
+from ._ordering import leaf_order
+from ._presets import (
+    _INIT_AFFINITIES,
+    EARLY_STOPPING,
+    EMD_DTYPES,
+    ORDERED_BUILDERS,
+    PRESETS,
+    QUESTIONNAIRE_ORDERINGS,
+    SCHEDULES,
+    SELECT_CANDIDATES,
+    QuestionnaireResult,
+    resolve_params,
+)
+from ._sparse import sparse_axes, sparse_initial, sparse_rebuild
+from ._steps import (
+    _TIE,
+    _compression_error_along,
+    _emd_feature_dtype,
+    _emd_points,
+    _euclidean_distances,
+    _objective,
+    _partial_transform,
+    _same_trees,
+    _shortest_order,
+    _tree_methods,
+    _ward_tree,
+)
 
 __all__ = ["EARLY_STOPPING", "PRESETS", "SCHEDULES", "QuestionnaireResult", "questionnaire"]
-
-SCHEDULES = ("alternating", "jacobi", "reference_3d")
-# The builders tree_method="select" compares on every axis, by the error of keeping the
-# SELECT_KEEP largest Haar coefficients of the data on all current trees.
-SELECT_CANDIDATES = ("average", "ward_slices")
-SELECT_KEEP = 0.05
-# tree_method names the questionnaire adds to skorg.trees' builders
-ORGANIZER_TREE_METHODS = (*TREE_METHODS, "ward_slices", "select")
-# the questionnaire's orderings: leaf_order's, and the shortest path among several of them
-QUESTIONNAIRE_ORDERINGS = (*ORDERINGS, "shortest")
-ORDERED_BUILDERS = ("average", "complete", "single", "weighted", "ward", "hybrid")
-EARLY_STOPPING = ("unchanged", "objective", "never")
-_INIT_AFFINITIES = ("cosine", "correlation", "gaussian")
-EMD_DTYPES = ("auto", "float64", "float32")
-# emd_dtype="auto": float32 features for the EMD steps whose pairwise sums take at least this
-# many inner-loop steps (m^2 / 2 times the number of features), float64 below. On the
-# reference and benchmark runs float32 has left every tree unchanged (153 of 153), and from
-# this size on it saves tenths of a second per step; smaller steps keep float64's exactness.
-_AUTO_FLOAT32_WORK = 1 << 28
-
-PRESETS = {
-    # the paper's organization of attention heads (query x key x head)
-    "paper_3d_heads": {
-        "init_affinity": "cosine",
-        "tree_constant": 1.0,
-        "emd_alpha": 0.0,
-        "emd_beta": 1.0,
-        "n_iter": 3,
-        "tree_method": "flexible",
-        "ordering": "emd_olo",
-    },
-    # the paper's Hoelder organization of one matrix, before the paraproduct
-    "paper_2d_holder": {
-        "init_affinity": "cosine",
-        "tree_constant": 1.0,
-        "emd_alpha": 1.0,
-        "emd_beta": 0.0,
-        "n_iter": 10,
-        "ordering": "tree",
-        "tree_method": "flexible",
-    },
-}
-
-DEFAULTS = {
-    "n_iter": 3,
-    "init_affinity": "cosine",
-    "emd_alpha": 0.0,
-    "emd_beta": 1.0,
-    "epsilon": 1.0,
-    "tree_constant": 1.0,
-    "schedule": "alternating",
-    # chosen by benchmarks/bench_organization_quality.py (user guide, "choosing a tree
-    # builder"): per axis the sparser of average linkage of the tree EMD and Ward of the
-    # slices; the shorter of two optimal leaf orderings
-    "ordering": "shortest",
-    "tree_method": "select",
-}
-
-
-@dataclass
-class QuestionnaireResult:
-    """What :func:`questionnaire` learned, one entry per axis.
-
-    Attributes
-    ----------
-    trees : list of PartitionTree
-        The final tree of every axis.
-    orders : list of ndarray
-        The organized order of every axis (see ``ordering``).
-    affinities : list of ndarray
-        The affinity each final tree was built from.
-    distances : list of ndarray or None
-        The tree EMD behind each final affinity (None for an axis whose tree
-        comes from the initial affinity only).
-    history : list of dict
-        One entry per tree built, in order: ``iteration`` (0 for the initial
-        trees), ``axis``, ``tree``, ``changed`` (False if the nested
-        partitions equal the previous tree of that axis), ``objective`` (with
-        ``early_stopping="objective"``, on the last tree of each sweep: the
-        normalized Haar l1 norm of X on the trees after that sweep, lower is
-        sparser; else None).
-    params : dict
-        The resolved parameters.
-    n_iter : int
-        Sweeps run (at most the ``n_iter`` parameter).
-    stop_reason : str
-        ``"n_iter"`` (the cap), ``"unchanged"`` (a sweep changed no tree) or
-        ``"objective"`` (a sweep did not lower the objective; the trees of the
-        best sweep are returned).
-    names : list of (ndarray or None)
-        The labels of every axis in the organized order (the index and columns of a
-        DataFrame, the coordinates of a DataArray, the obs and var names of an AnnData);
-        None for an axis without labels.
-    """
-
-    trees: list
-    orders: list
-    affinities: list
-    distances: list
-    history: list = field(default_factory=list)
-    params: dict = field(default_factory=dict)
-    n_iter: int = 0
-    stop_reason: str = "n_iter"
-    names: list = field(default_factory=list)
-
-    def organize(self, X):
-        """X with every axis in its organized order, as the same kind of container.
-
-        Parameters
-        ----------
-        X : array-like, sparse matrix, DataFrame, DataArray or AnnData of the learned shape
-
-        Returns
-        -------
-        X_organized : the kind of X (labels follow their rows, columns and coordinates)
-        """
-        values = data_of(X)
-        shape = tuple(values.shape)
-        if shape != tuple(len(o) for o in self.orders):
-            raise ValueError(
-                f"X has shape {shape}, but the orders are for shape "
-                f"{tuple(len(o) for o in self.orders)}."
-            )
-        if container_kind(X) == "anndata":
-            return reorder_like(None, X, self.orders)
-        if sp.issparse(values):
-            return values.tocsr()[self.orders[0]][:, self.orders[1]]
-        arr = np.asarray(values)
-        for axis, order in enumerate(self.orders):
-            arr = np.take(arr, order, axis=axis)
-        return reorder_like(arr, X, self.orders)
-
-
-def resolve_params(preset=None, **given):
-    """Merge explicit parameters (None = unset) over a preset and the defaults."""
-    if preset is not None and preset not in PRESETS:
-        raise ValueError(f"Unknown preset {preset!r}; expected one of {sorted(PRESETS)} or None.")
-    params = dict(DEFAULTS)
-    if preset is not None:
-        params.update(PRESETS[preset])
-    params.update({k: v for k, v in given.items() if v is not None})
-    return params
 
 
 def _per_axis(value, n_axes, name, positive=False):
@@ -616,191 +497,3 @@ def questionnaire(
     return QuestionnaireResult(
         trees, orders, affinities, distances, history, p, n_done, stop_reason, names
     )
-
-
-def _emd_feature_dtype(emd_dtype, shape, axis, others):
-    """The EMD features' dtype of one step (``"auto"`` resolved by the step's size)."""
-    if emd_dtype != "auto":
-        return np.dtype(emd_dtype)
-    n_features = math.prod(t.n_nodes for t in others if t is not None)
-    work = shape[axis] ** 2 * n_features // 2
-    return np.dtype(np.float32 if work >= _AUTO_FLOAT32_WORK else np.float64)
-
-
-def _same_trees(key_a, key_b):
-    """Whether two steps read the same trees (tuples with None for unused axes), tree for
-    tree, leaf orders included."""
-    if key_a is None or len(key_a) != len(key_b):
-        return False
-    return all(
-        (a is None and b is None) or (a is not None and b is not None and a == b)
-        for a, b in zip(key_a, key_b)
-    )
-
-
-def _tree_methods(value, ndim, sparse, default=False):
-    """One tree method per axis, checked (the default one is "flexible" on sparse axes)."""
-    if isinstance(value, (list, tuple)):
-        if len(value) != ndim:
-            raise ValueError(
-                f"tree_method must be one method or a sequence of {ndim} (one per axis), "
-                f"got {len(value)}."
-            )
-        methods = list(value)
-    else:
-        methods = [value] * ndim
-    for axis, m in enumerate(methods):
-        if not callable(m) and m not in ORGANIZER_TREE_METHODS:
-            raise ValueError(
-                f"tree_method must be one of {ORGANIZER_TREE_METHODS} or a callable, got {m!r} "
-                f"for axis {axis}."
-            )
-        if sparse[axis] and m != "flexible" and default:
-            methods[axis] = "flexible"
-        elif sparse[axis] and m not in SPARSE_TREE_METHODS:
-            raise ValueError(
-                f"axis {axis} takes the sparse k-NN path, whose k-NN graph builds the trees "
-                f"{SPARSE_TREE_METHODS} only; got tree_method={m!r}. Use affinity_mode='dense' "
-                "or one of those."
-            )
-    return methods
-
-
-def _emd_points(Xe, others, axis, alphas, betas, n_jobs):
-    """The tree-EMD features of the axis's slices (their l1 distances are the tree EMD), or
-    None when they would not fit in the memory budget (Ward then uses the slices alone)."""
-    from .._validation import memory_budget
-    from ..metrics import tree_emd_embedding
-
-    n_features = 1
-    for a, tree in enumerate(others):
-        if a != axis:
-            n_features *= tree.n_nodes if tree is not None else Xe.shape[a]
-    if 8 * Xe.shape[axis] * n_features * 3 > memory_budget():  # features, pdist, copy
-        return None
-    return tree_emd_embedding(
-        Xe, others, axis=axis, alphas=alphas, betas=betas, dtype=np.float64, n_jobs=n_jobs
-    )
-
-
-# relative difference below which two objective values or path lengths count as equal
-_TIE = 1e-9
-
-
-def _euclidean_distances(slices):
-    """Symmetric Euclidean distances between the rows of a dense or sparse matrix.
-
-    From the Gram matrix (BLAS, and no densified copy of a sparse X), so that the dense and
-    the sparse path compute the same numbers in the same way.
-    """
-    from sklearn.metrics.pairwise import euclidean_distances
-
-    E = euclidean_distances(slices)
-    E = 0.5 * (E + E.T)
-    np.fill_diagonal(E, 0.0)
-    return E
-
-
-def _ward_tree(euclid):
-    """Ward's tree of points given by their Euclidean distances (exact Ward, see
-    :func:`~skorg.trees.hierarchical_tree` with ``points``)."""
-    from scipy.cluster.hierarchy import linkage
-    from scipy.spatial.distance import squareform
-
-    from ..trees import PartitionTree
-
-    if euclid.shape[0] == 1:
-        return PartitionTree([0], [[0]])
-    top = float(euclid.max())
-    condensed = squareform(euclid / top if top > 0 else euclid, checks=False)
-    return PartitionTree.from_linkage(linkage(condensed, method="ward"))
-
-
-def _shortest_order(tree, distances, euclid):
-    """Of the single-linkage optimal leaf orderings of the tree EMD and of the Euclidean
-    distances between the slices, the one whose path through the slices (the sum of the
-    Euclidean distances between neighbours) is shorter; a tie goes to the tree EMD's."""
-    candidates = [leaf_order(tree, distances, "emd_olo"), leaf_order(tree, euclid, "emd_olo")]
-    lengths = [float(euclid[o[:-1], o[1:]].sum()) for o in candidates]
-    # a tie (within rounding: an order and its reverse have the same path) keeps the first,
-    # so that rescaled data, whose distances differ in the last bits, gets the same order
-    return candidates[1] if lengths[1] < lengths[0] * (1 - _TIE) else candidates[0]
-
-
-# arrays up to this size take the NumPy Haar path of the selection (no compilation)
-_NUMPY_HAAR_MAX = 1 << 18
-
-
-def _haar_along(Y, tree, axis):
-    """Haar coefficients of Y along ``axis`` (in some fixed order, which the norms and the
-    compression errors below do not see).
-
-    On a binary tree (one-child chains allowed) every coefficient is
-    ``sqrt(|A| |B| / (|A| + |B|)) (mean_A - mean_B)`` for the two children of a folder, plus
-    ``sqrt(n) mean`` at the root: on small arrays these are computed here from prefix sums
-    in NumPy, so that a first fit compiles no Haar kernel. Larger arrays, and trees with
-    wider folders, go through the compiled transform (several times faster per element),
-    along the last axis of a contiguous copy: one kernel for every axis.
-    """
-    if Y.size > _NUMPY_HAAR_MAX or not tree.is_binary:
-        from ..transforms import haar_transform
-
-        moved = np.ascontiguousarray(np.moveaxis(Y, axis, -1))
-        return np.moveaxis(haar_transform(moved, tree, axis=-1), -1, axis)
-    moved = np.moveaxis(Y, axis, 0)
-    rest = moved.shape[1:]
-    Z = moved.reshape(moved.shape[0], -1)[tree.leaf_order]
-    prefix = np.zeros((Z.shape[0] + 1, Z.shape[1]))
-    np.cumsum(Z, axis=0, out=prefix[1:])
-    split = np.flatnonzero(tree.n_children == 2)
-    a = tree.child_ptr[split]  # children are consecutive node ids
-    b = a + 1
-    sum_a = prefix[tree.end[a]] - prefix[tree.start[a]]
-    sum_b = prefix[tree.end[b]] - prefix[tree.start[b]]
-    na, nb = tree.size[a].astype(float)[:, None], tree.size[b].astype(float)[:, None]
-    coefs = np.empty((split.shape[0] + 1, Z.shape[1]))
-    coefs[0] = prefix[-1] / np.sqrt(Z.shape[0])
-    coefs[1:] = (sum_a * nb - sum_b * na) / np.sqrt(na * nb * (na + nb))
-    return np.moveaxis(coefs.reshape(coefs.shape[0], *rest), 0, axis)
-
-
-def _partial_transform(X, trees, axis):
-    """X scaled to largest magnitude 1 with its Haar transform along every axis but ``axis``
-    (None: that axis untransformed), and the l2 norm of the scaled X."""
-    if sp.issparse(X):
-        X = X.toarray()
-    top = float(np.abs(X).max())
-    if top == 0:
-        return None
-    Xs = X / top
-    Y = Xs
-    for a, tree in enumerate(trees):
-        if a != axis and tree is not None:
-            Y = _haar_along(Y, tree, a)
-    return Y, float(np.sqrt(np.sum(Xs * Xs)))
-
-
-def _compression_error_along(partial, tree, axis):
-    """Relative l2 error of keeping the ``SELECT_KEEP`` largest Haar coefficients of X on
-    the trees behind ``partial`` with ``tree`` on ``axis`` (the basis is orthonormal, so it
-    is the l2 norm of the dropped coefficients over that of X)."""
-    if partial is None:
-        return 0.0
-    Y, norm = partial
-    coefs = np.abs(_haar_along(Y, tree, axis)).ravel()
-    k = max(1, round(SELECT_KEEP * coefs.size))
-    dropped = np.partition(coefs, coefs.size - k)[: coefs.size - k]
-    return float(np.sqrt(np.dot(dropped, dropped)) / norm)
-
-
-def _objective(X, trees):
-    """Normalized Haar l1 norm of X on all trees: ``||H X||_1 / ||X||_2`` (lower is sparser).
-
-    The ratio does not depend on the units of X (X is divided by its largest magnitude before
-    any square); an all-zero X counts as 0. None in ``trees``: that axis untransformed.
-    """
-    partial = _partial_transform(X, trees, None)
-    if partial is None:
-        return 0.0
-    Y, norm = partial
-    return float(np.abs(Y).sum() / norm)

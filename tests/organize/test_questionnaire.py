@@ -209,7 +209,7 @@ def test_a_step_whose_inputs_repeat_reuses_its_results_exactly(reference, monkey
 
 
 def test_same_trees_compares_every_tree_and_its_leaf_order():
-    from skorg.organize._questionnaire import _same_trees
+    from skorg.organize._steps import _same_trees
     from skorg.trees import dyadic_tree
 
     a, b = dyadic_tree(8), dyadic_tree(np.array([1, 0, 2, 3, 4, 5, 6, 7]))
@@ -221,7 +221,7 @@ def test_same_trees_compares_every_tree_and_its_leaf_order():
 
 
 def test_auto_emd_dtype_is_float32_exactly_on_large_steps(reference, monkeypatch):
-    import skorg.organize._questionnaire as quest
+    import skorg.organize._steps as steps
 
     X = reference("quest3d")["X"]
     options = dict(preset="paper_3d_heads", schedule="reference_3d", early_stopping="never")
@@ -231,14 +231,14 @@ def test_auto_emd_dtype_is_float32_exactly_on_large_steps(reference, monkeypatch
     assert trees["auto"] == trees["float64"]
     for got, expected in zip(runs["auto"].distances, runs["float64"].distances):
         np.testing.assert_array_equal(got, expected)
-    monkeypatch.setattr(quest, "_AUTO_FLOAT32_WORK", 0)  # every step counts as large
+    monkeypatch.setattr(steps, "_AUTO_FLOAT32_WORK", 0)  # every step counts as large
     auto = questionnaire(X, emd_dtype="auto", **options)
     for got, expected in zip(auto.distances, runs["float32"].distances):
         np.testing.assert_array_equal(got, expected)
 
 
 def test_emd_feature_dtype_threshold():
-    from skorg.organize._questionnaire import _AUTO_FLOAT32_WORK, _emd_feature_dtype
+    from skorg.organize._steps import _AUTO_FLOAT32_WORK, _emd_feature_dtype
     from skorg.trees import dyadic_tree
 
     t256, t128 = dyadic_tree(256), dyadic_tree(128)  # 511 and 255 nodes

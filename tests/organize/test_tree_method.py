@@ -142,7 +142,7 @@ def test_tensor_with_linkage_trees():
 
 @pytest.mark.parametrize("kind", ["band", "product"])
 def test_select_keeps_the_candidate_that_compresses_best(kind):
-    from skorg.organize._questionnaire import SELECT_CANDIDATES
+    from skorg.organize._presets import SELECT_CANDIDATES
 
     X = make_shuffled_matrix(48, 40, kind=kind, noise=0.05, random_state=1).X
     res = questionnaire(X, n_iter=2, early_stopping="never")  # "select" is the default
@@ -238,8 +238,8 @@ def test_selection_haar_coefficients_equal_the_tree_haar_transform():
     # kernel); along every fibre they are the transform's coefficients up to order and sign
     from scipy.cluster.hierarchy import linkage
 
-    from skorg.organize import _questionnaire as Q
-    from skorg.organize._questionnaire import _haar_along
+    from skorg.organize import _steps as Q
+    from skorg.organize._steps import _haar_along
     from skorg.transforms import haar_transform
 
     rng = np.random.default_rng(0)
