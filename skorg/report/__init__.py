@@ -6,9 +6,9 @@ figures. The attention report needs the ``attention`` extra. Importing this subp
 imports neither matplotlib nor torch.
 """
 
-from ._attention import (
+from ._attention import attention_report
+from ._attention_setup import (
     DEMO_SENTENCES,
-    attention_report,
     default_sentences,
     load_attention_setup,
     read_sentences,
@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 # Building blocks of the command line (skorg._cli); not documented API.
-from ._attention import real_head_rows as real_head_rows
+from ._attention_heads import real_head_rows as real_head_rows
 from ._html import PLOT_HINT as PLOT_HINT
 from ._matrix import load_labelled as load_labelled
 from ._progress import close_open_bars as close_open_bars
