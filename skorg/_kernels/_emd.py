@@ -30,7 +30,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from ._fma import fma
+from ._muladd import muladd
 
 # Features per float32 partial sum of the pairwise kernel (float64 sums run in one pass): a
 # whole feature block or chunk (up to 512), so that each 4 x 4 micro-tile reduces its
@@ -164,8 +164,8 @@ def _tile_chunk(F, i0, i1, j0, j1, f0, f1, acc, diag, minus_one):
     one pass for float64, in runs of ``_LOWP_RUN`` features for float32 (each
     run's sum then added to the float64 ``acc``), which keeps the float32
     rounding error near that of the features themselves. ``minus_one`` is -1, given at run
-    time: each difference is ``fma(y, minus_one, x)``, the bits of ``x - y`` on the
-    multiply-add units (see :mod:`skorg._kernels._fma`).
+    time: each difference is ``muladd(y, minus_one, x)``, the bits of ``x - y`` on the
+    multiply-add units (see :mod:`skorg._kernels._muladd`).
     """
     if f1 <= f0:
         return
@@ -206,22 +206,22 @@ def _tile_chunk(F, i0, i1, j0, j1, f0, f1, acc, diag, minus_one):
                         y1 = b1[f]
                         y2 = b2[f]
                         y3 = b3[f]
-                        s00 += abs(fma(y0, minus_one, x0))
-                        s01 += abs(fma(y1, minus_one, x0))
-                        s02 += abs(fma(y2, minus_one, x0))
-                        s03 += abs(fma(y3, minus_one, x0))
-                        s10 += abs(fma(y0, minus_one, x1))
-                        s11 += abs(fma(y1, minus_one, x1))
-                        s12 += abs(fma(y2, minus_one, x1))
-                        s13 += abs(fma(y3, minus_one, x1))
-                        s20 += abs(fma(y0, minus_one, x2))
-                        s21 += abs(fma(y1, minus_one, x2))
-                        s22 += abs(fma(y2, minus_one, x2))
-                        s23 += abs(fma(y3, minus_one, x2))
-                        s30 += abs(fma(y0, minus_one, x3))
-                        s31 += abs(fma(y1, minus_one, x3))
-                        s32 += abs(fma(y2, minus_one, x3))
-                        s33 += abs(fma(y3, minus_one, x3))
+                        s00 += abs(muladd(y0, minus_one, x0))
+                        s01 += abs(muladd(y1, minus_one, x0))
+                        s02 += abs(muladd(y2, minus_one, x0))
+                        s03 += abs(muladd(y3, minus_one, x0))
+                        s10 += abs(muladd(y0, minus_one, x1))
+                        s11 += abs(muladd(y1, minus_one, x1))
+                        s12 += abs(muladd(y2, minus_one, x1))
+                        s13 += abs(muladd(y3, minus_one, x1))
+                        s20 += abs(muladd(y0, minus_one, x2))
+                        s21 += abs(muladd(y1, minus_one, x2))
+                        s22 += abs(muladd(y2, minus_one, x2))
+                        s23 += abs(muladd(y3, minus_one, x2))
+                        s30 += abs(muladd(y0, minus_one, x3))
+                        s31 += abs(muladd(y1, minus_one, x3))
+                        s32 += abs(muladd(y2, minus_one, x3))
+                        s33 += abs(muladd(y3, minus_one, x3))
                     acc[r, c] += s00
                     acc[r, c + 1] += s01
                     acc[r, c + 2] += s02

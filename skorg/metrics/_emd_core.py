@@ -364,7 +364,7 @@ def _emd_two_trees(X, axis, plan1, plan2, dtype):
     width = -(-per_block * k2 // _kb._PAD) * _kb._PAD
     bufs = np.empty((n_groups, m, width), dtype=dtype)
     accs = np.zeros((n_groups, m, m), dtype=np.float64)
-    # -1 at run time, for the kernels' multiply-add differences (skorg._kernels._fma)
+    # -1 at run time, for the kernels' multiply-add differences (skorg._kernels._muladd)
     args = (P, start1, end1, scale1, start2, end2, scale2, block_bounds, _TILE, bufs, accs, -1.0)
     if n_threads == 1 or m * m * k1 * k2 // 2 < _PARALLEL_MIN_WORK:
         _kb.bifolder_l1_serial(*args)
