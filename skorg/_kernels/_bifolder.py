@@ -176,21 +176,8 @@ def bifolder_l1(
     :func:`skorg._kernels._emd._tile_chunk`).
     """
     for a in prange(accs.shape[0]):
-        _group(
-            P,
-            start1,
-            end1,
-            scale1,
-            start2,
-            end2,
-            scale2,
-            block_bounds,
-            tile,
-            a,
-            bufs,
-            accs,
-            minus_one,
-        )
+        _group(P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, a, bufs, accs,
+               minus_one)  # fmt: skip
 
 
 @numba.njit(cache=True)
@@ -199,18 +186,5 @@ def bifolder_l1_serial(
 ):
     """:func:`bifolder_l1` without a parallel region (same sums, same order)."""
     for a in range(accs.shape[0]):
-        _group(
-            P,
-            start1,
-            end1,
-            scale1,
-            start2,
-            end2,
-            scale2,
-            block_bounds,
-            tile,
-            a,
-            bufs,
-            accs,
-            minus_one,
-        )
+        _group(P, start1, end1, scale1, start2, end2, scale2, block_bounds, tile, a, bufs, accs,
+               minus_one)  # fmt: skip

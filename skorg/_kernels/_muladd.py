@@ -10,7 +10,7 @@ The pairwise L1 kernels use it to subtract: ``muladd(y, minus_one, x)`` is ``x -
 the same bits fused or not (``-1 * y`` is exact), but fused it runs on the multiply-add
 units, whereas the subtraction and the running sum that follows would both take the
 adders. On processors whose adders and multipliers are separate pipes (AMD Zen 4 and 5)
-this spreads the inner loop's work over both: 1.15-1.25x on the 4 x 4 micro-tiles; where
+this spreads the inner loop's work over both: 1.1-1.25x on the 4 x 4 micro-tiles; where
 they share ports it costs nothing. The -1 must reach the kernel at run time (an
 argument): a constant -1 would be folded back into a subtraction by the compiler.
 """
@@ -24,9 +24,7 @@ from numba.extending import intrinsic
 def muladd(typingctx, a, b, c):
     """``a * b + c`` in the float type of ``a`` (``b`` and ``c`` cast to it), fused into one
     rounding where the processor has a fused multiply-add."""
-    if not isinstance(a, types.Float):
-        return None
-    if not (isinstance(b, (types.Float, types.Integer)) and isinstance(c, types.Float)):
+    if not all(isinstance(v, types.Float) for v in (a, b, c)):
         return None
 
     def codegen(context, builder, signature, args):

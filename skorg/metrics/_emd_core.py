@@ -33,6 +33,10 @@ _PARALLEL_MIN_WORK = 20_000_000
 # Fixed number of accumulators of the two-tree kernel (the groups of feature blocks that the
 # threads share out): a constant, so that the result does not depend on the thread count.
 _N_GROUPS = 8
+# The pairwise kernels' -1, an argument so that it reaches them at run time: their differences
+# are multiply-adds muladd(y, -1, x) (skorg._kernels._muladd), which a compile-time -1 would
+# turn back into subtractions.
+_MINUS_ONE = -1.0
 # Row tile of the two-tree kernel's pairwise sums (a multiple of 4), and the number of
 # features it aims at per block (whole folders of the first tree).
 _TILE = 64
@@ -207,11 +211,11 @@ def _add_pairwise_l1(F, out):
         return
     if numba.get_num_threads() == 1 or m * m * k // 2 < _PARALLEL_MIN_WORK:
         ti, tj, tile = _tile_pairs(m, 1)
-        _k.pairwise_l1_sym_serial(F, ti, tj, tile, _FEATURE_CHUNK, out, -1.0)
+        _k.pairwise_l1_sym_serial(F, ti, tj, tile, _FEATURE_CHUNK, out, _MINUS_ONE)
         return
     ti, tj, tile = _tile_pairs(m, numba.get_num_threads())
     with _dynamic_schedule():
-        _k.pairwise_l1_sym(F, ti, tj, tile, _FEATURE_CHUNK, out, -1.0)
+        _k.pairwise_l1_sym(F, ti, tj, tile, _FEATURE_CHUNK, out, _MINUS_ONE)
 
 
 def _reduce_axis(Z, ax, plan, dtype, compiled):
@@ -364,8 +368,8 @@ def _emd_two_trees(X, axis, plan1, plan2, dtype):
     width = -(-per_block * k2 // _kb._PAD) * _kb._PAD
     bufs = np.empty((n_groups, m, width), dtype=dtype)
     accs = np.zeros((n_groups, m, m), dtype=np.float64)
-    # -1 at run time, for the kernels' multiply-add differences (skorg._kernels._muladd)
-    args = (P, start1, end1, scale1, start2, end2, scale2, block_bounds, _TILE, bufs, accs, -1.0)
+    args = (P, start1, end1, scale1, start2, end2, scale2, block_bounds, _TILE, bufs, accs,
+            _MINUS_ONE)  # fmt: skip
     if n_threads == 1 or m * m * k1 * k2 // 2 < _PARALLEL_MIN_WORK:
         _kb.bifolder_l1_serial(*args)
     else:

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._validation import finite_peak
 from ..trees import PartitionTree
-from ._haar_dispatch import _along, _apply_along, _multi, _plain_along
+from ._haar_dispatch import _FLOAT32, _FLOAT64, _along, _apply_along, _multi, _plain_along
 from ._haar_plan import _get_plan
 
 __all__ = [
@@ -95,8 +95,6 @@ def _check_trees(trees, X, allow_none=True):
 
 
 _PEAK_COMPILED_FROM = 1
-_FLOAT64 = np.dtype(np.float64)
-_FLOAT32 = np.dtype(np.float32)
 
 
 def _check_out(out, X, name="out"):
