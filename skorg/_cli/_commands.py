@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,8 +22,19 @@ class UsageError(Exception):
     """A user mistake: reported in one line with exit code 2."""
 
 
+def _starting(args):
+    """The input is checked and the work begins: first say so if it will compile the kernels
+    (main sets the hook; said once)."""
+    note = getattr(args, "note_compilation", None)
+    if note is not None:
+        args.note_compilation = None
+        note()
+
+
 def _progress(args, total):
     from ..report import Progress
+
+    _starting(args)
 
     # --quiet silences this command; otherwise skorg.set_config / SKORG_PROGRESS decide
     return Progress(total, enabled=False if args.quiet else None)
@@ -218,6 +230,7 @@ def _demo(args):
         data = _synthetic_data(args)
         from ..report import synthetic_comparison
 
+        _starting(args)
         rows = synthetic_comparison(data, n_iter=args.n_iter)
         _print_comparison(rows, data, args)
         return 0
@@ -327,11 +340,13 @@ def _organize(args):
 
     comparison = None
     names = None
+    layout = None
     if args.synthetic:
         if args.file is not None:
             raise UsageError("give either FILE or --synthetic, not both")
         data = _synthetic_data(args)
         X, name = data.X, f"shuffled {args.kind} matrix (seed {args.seed})"
+        _starting(args)
         comparison = synthetic_comparison(data, n_iter=args.n_iter or 3)
     elif args.file is None:
         raise UsageError("give a FILE (.csv, .tsv, .npy, .npz, .parquet or .h5ad) or --synthetic")
@@ -345,9 +360,15 @@ def _organize(args):
             index_col=choice[args.index_col],
             missing_values=args.missing_values.replace("-", "_"),
             layer=args.layer,
+            decimal=args.decimal,
         )
         X, name, names = data.X, Path(args.file).name, data.names
         check_organize_size(getattr(X, "shape", ()), name)
+        layout = data.describe_layout()
+        if layout and not args.quiet:
+            print(
+                f"skorg: read {name} ({' x '.join(map(str, X.shape))}): {layout}", file=sys.stderr
+            )
         if hasattr(X, "toarray"):  # a sparse .h5ad: the report's figures need dense values
             X = X.toarray()
     progress = _progress(args, 3)
@@ -361,6 +382,7 @@ def _organize(args):
         comparison=comparison,
         progress=progress,
         names=names,
+        read_as=layout,
     )
     progress.done()
     _write(report, args, outputs)
@@ -389,6 +411,7 @@ def _paraproduct(args):
         extra = real_head_rows(setup, n_heads=args.n_heads, progress=progress)
         progress.done()
         label = f"{setup['label']}, sample 0, sparsest to least sparse head"
+    _starting(args)
     report, rows = paraproduct_report(extra, Ms=args.M, label=label)
     print(format_table(verdict_rows(rows)))
     if args.output is not None:
