@@ -265,14 +265,21 @@ def read_text_table(text, name, *, sep, decimal, header, index_col, tab_separate
     ``where(i, j)`` says where value (i, j) is in the file, for the messages about missing
     values.
     """
-    numbered = [(k + 1, line) for k, line in enumerate(text.splitlines()) if line.strip()]
+    # the line ends stay: a quoted field across lines keeps its line break (and is no number)
+    lines = text.splitlines(keepends=True)
+    numbered = [(k + 1, line) for k, line in enumerate(lines) if line.strip()]
     if not numbered:
         raise ReadError(f"{name} is empty")
     numbers = [k for k, _ in numbered]
     lines = [line for _, line in numbered]
     if sep is None:
         sep = "\t" if tab_separated else _sniff_separator(lines)
-    rows, starts = _split(lines, sep)
+    try:
+        rows, starts = _split(lines, sep)
+    except csv.Error as exc:  # a NUL byte, an unterminated quote at the end, ...
+        raise ReadError(
+            f"cannot cut {name} into fields with separator {_separator_name(sep)}: {exc}"
+        ) from exc
     line_of = [numbers[s] for s in starts]
     widths = [len(row) for row in rows]
     if len(set(widths)) > 1:

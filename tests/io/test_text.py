@@ -341,3 +341,18 @@ def test_install_command_in_a_clone_and_from_a_package(tmp_path, monkeypatch):
     assert str(info.value) == (
         "reading .parquet files needs pyarrow: install it with `pip install skorg[io]`"
     )
+
+
+def test_line_breaks_windows_endings_and_quotes_across_lines(tmp_path):
+    (tmp_path / "crlf.csv").write_bytes(b",a,b\r\nx,0.5,1.5\r\ny,2.5,3.5\r\n")
+    data, layout = read(tmp_path / "crlf.csv")
+    np.testing.assert_array_equal(data.X, [[0.5, 1.5], [2.5, 3.5]])
+    assert_names(data, ["x", "y"], ["a", "b"])
+    (tmp_path / "label.csv").write_text('"a\nb",c\n1.5,2\n3,4\n')  # a name with a line break
+    data, _ = read(tmp_path / "label.csv")
+    np.testing.assert_array_equal(data.X, [[1.5, 2.0], [3.0, 4.0]])
+    assert_names(data, None, ["a\nb", "c"])
+    # a quote left open joins the next line into one field: an error, never the number 23.4
+    (tmp_path / "open.csv").write_text('a,b\n1,"2\n3,4\n')
+    with pytest.raises(ReadError, match=r"row 0, column 'b' \(line 2\): '2\\n3,4' is not a num"):
+        read_array(tmp_path / "open.csv")
