@@ -346,6 +346,7 @@ def test_install_command_in_a_clone_and_from_a_package(tmp_path, monkeypatch):
 def test_line_breaks_windows_endings_and_quotes_across_lines(tmp_path):
     (tmp_path / "crlf.csv").write_bytes(b",a,b\r\nx,0.5,1.5\r\ny,2.5,3.5\r\n")
     data, layout = read(tmp_path / "crlf.csv")
+    assert layout == (",", ".", True, True)
     np.testing.assert_array_equal(data.X, [[0.5, 1.5], [2.5, 3.5]])
     assert_names(data, ["x", "y"], ["a", "b"])
     (tmp_path / "label.csv").write_text('"a\nb",c\n1.5,2\n3,4\n')  # a name with a line break
