@@ -46,11 +46,11 @@ _SNIFF_CELLS = 5000
 
 def _number(text, decimal):
     """The value of a (stripped) cell, or None when it is no number with this decimal mark."""
+    if decimal == "." and _POINT.fullmatch(text):  # the common case first
+        return float(text)
     if text.lower() in _INFINITY:
         return -math.inf if text.startswith("-") else math.inf
     if decimal == ".":
-        if _POINT.fullmatch(text):
-            return float(text)
         if _POINT_GROUPED.fullmatch(text):
             return float(text.replace(",", ""))
     else:
@@ -290,8 +290,14 @@ def read_text_table(text, name, *, sep, decimal, header, index_col, tab_separate
             f"{line_of[k]} has {widths[k]}"
         )
     cells = np.array([[cell.strip() for cell in row] for row in rows], dtype=object)
-    texts, inverse = np.unique(cells.ravel(), return_inverse=True)
-    inverse = inverse.reshape(cells.shape)
+    # each distinct text is parsed once (a dict, not np.unique: sorting strings is slow)
+    distinct = {}
+    inverse = np.fromiter(
+        (distinct.setdefault(cell, len(distinct)) for cell in cells.ravel()),
+        dtype=np.intp,
+        count=cells.size,
+    ).reshape(cells.shape)
+    texts = np.array(list(distinct), dtype=object)
     if decimal is None:
         decimal, undecided = _detect_decimal(list(texts), sep)
         if decimal is None:
