@@ -595,6 +595,7 @@ def test_organize_file_errors_are_one_line_in_the_command_line_spelling(capsys, 
 
 def test_organize_missing_file_says_nothing_about_compiling(capsys, tmp_path, monkeypatch):
     import skorg._warmup as warmup_module
+    from skorg._cli import COMPILE_NOTE
 
     monkeypatch.setattr(warmup_module, "kernels_cached", lambda: False)  # a fresh install
     missing = tmp_path / "missing.csv"
@@ -602,6 +603,10 @@ def test_organize_missing_file_says_nothing_about_compiling(capsys, tmp_path, mo
     (tmp_path / "typo.csv").write_text("1,2\nx,4\n5,6\n7,8\n")
     code, _, err = run(capsys, "organize", tmp_path / "typo.csv")
     assert code == 2 and len(err.splitlines()) == 1, err
+    # a readable file: the note comes once the input is checked, before the work
+    np.save(tmp_path / "X.npy", np.arange(30.0).reshape(6, 5) % 7)
+    code, _, err = run(capsys, "organize", tmp_path / "X.npy", "--n-iter", 1, "-o", tmp_path / "r")
+    assert code == 0 and err.splitlines()[0] == COMPILE_NOTE, err
 
 
 def test_organize_help_lists_the_presets(capsys):

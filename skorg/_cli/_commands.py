@@ -34,8 +34,6 @@ def _starting(args):
 def _progress(args, total):
     from ..report import Progress
 
-    _starting(args)
-
     # --quiet silences this command; otherwise skorg.set_config / SKORG_PROGRESS decide
     return Progress(total, enabled=False if args.quiet else None)
 
@@ -210,6 +208,7 @@ def _attention_run(args, model, sentences):
         setup = load_attention_setup(
             model, sentences, max_length=args.max_length, n_organize=args.n_organize
         )
+    _starting(args)  # after the model and text are loaded: their errors come alone
     n_samples = len(setup["samples"])
     # extract, one per sample, rank, prune, entropy, every-head check, sweep, draw
     progress.total = 7 + n_samples
@@ -288,6 +287,7 @@ def _compare(args):
     sentences = None
     if args.text_file is not None:
         sentences = read_sentences(args.text_file)[: args.max_sentences]
+    _starting(args)
     progress = _progress(args, 8)
     setups = []
     for m in models:
@@ -371,6 +371,7 @@ def _organize(args):
             )
         if hasattr(X, "toarray"):  # a sparse .h5ad: the report's figures need dense values
             X = X.toarray()
+    _starting(args)
     progress = _progress(args, 3)
     report, outputs = organize_report(
         X,
@@ -404,6 +405,7 @@ def _paraproduct(args):
         from ..report import load_attention_setup
 
         sentences = read_sentences(args.text_file) if args.text_file else None
+        _starting(args)
         progress = _progress(args, 4)
         progress.step(f"loading {args.model}")
         with _model_bars(progress):
