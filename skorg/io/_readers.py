@@ -404,7 +404,8 @@ default="error"
     A line 1 that mixes labels and numbers (``2.1,x.0,0.5``) is data: its label is an
     error naming the line, with the hint to pass ``header=True``. A line 1 of increasing
     integers above integer values with a number in its first cell (``1,2,3`` over
-    ``4,5,6``) is data.
+    ``4,5,6``, or a distance matrix ``0,1,2`` over ``1,0,1``) is data; so
+    ``DataFrame(int_arr).to_csv(index=False)`` needs ``header=True``.
 
     *Index column* (column 1 names the rows) when the table has 2 or more columns and
     either the header's top-left cell is empty; or the first column below the header

@@ -1,6 +1,8 @@
 """Text tables as pandas, R and spreadsheets write them, read without flags; the layout rules
 of :func:`skorg.io.read_array` (Notes) and their errors."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -357,3 +359,51 @@ def test_line_breaks_windows_endings_and_quotes_across_lines(tmp_path):
     (tmp_path / "open.csv").write_text('a,b\n1,"2\n3,4\n')
     with pytest.raises(ReadError, match=r"row 0, column 'b' \(line 2\): '2\\n3,4' is not a num"):
         read_array(tmp_path / "open.csv")
+
+
+def test_every_pandas_layout_round_trips(tmp_path):
+    """DataFrame.to_csv over values (floats, integers) x column names (0..m-1, years,
+    strings) x index (none, 0..n-1, strings, dates, named) x separator and decimal mark:
+    read back to the frame's values and names, except the one case the rules leave as data
+    (integer names above integer values without an index: ``1,2,3`` over ``4,5,6``)."""
+    rng = np.random.default_rng(1)
+    n, m = 7, 5
+    columns = {
+        "range": range(m),
+        "years": range(1990, 1990 + m),
+        "strings": ["a", "b", "c", "d", "e"],
+    }
+    indexes = {
+        "none": None,
+        "range": pd.RangeIndex(n),
+        "strings": pd.Index([f"r{i}" for i in range(n)]),
+        "dates": pd.Index(pd.date_range("2020-01-01", periods=n).strftime("%Y-%m-%d")),
+        "named": pd.Index([f"r{i}" for i in range(n)], name="id"),
+    }
+    formats = [(",", "."), (";", "."), (";", ","), ("\t", "."), ("\t", ",")]
+    as_data = []
+    for values in ("floats", "integers"):
+        if values == "floats":
+            X = rng.normal(size=(n, m)).round(3) * 100
+        else:
+            X = rng.integers(-50, 5000, size=(n, m))
+        for (cname, cols), (iname, index), (sep, decimal) in itertools.product(
+            columns.items(), indexes.items(), formats
+        ):
+            df = pd.DataFrame(X, columns=cols, index=index)
+            path = tmp_path / "f.csv"
+            df.to_csv(path, sep=sep, decimal=decimal, index=index is not None)
+            data = read_array(path)
+            case = (values, cname, iname, sep, decimal)
+            if values == "integers" and cname != "strings" and index is None:
+                as_data.append(case)
+                np.testing.assert_array_equal(data.X, np.vstack([np.asarray(cols)[None], X]))
+                assert data.layout["header"] is False, case
+                continue
+            np.testing.assert_array_equal(data.X, X, err_msg=str(case))
+            assert list(data.column_names) == [str(c) for c in cols], case
+            rows = None if index is None else [str(i) for i in index]
+            assert_names(data, rows, [str(c) for c in cols])
+            mark = decimal if values == "floats" else "."  # integers show no decimal mark
+            assert (data.layout["separator"], data.layout["decimal"]) == (sep, mark), case
+    assert len(as_data) == 2 * len(formats)
