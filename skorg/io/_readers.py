@@ -407,6 +407,10 @@ default="error"
     ``4,5,6``, or a distance matrix ``0,1,2`` over ``1,0,1``) is data; so
     ``DataFrame(int_arr).to_csv(index=False)`` needs ``header=True``.
 
+    A line 1 with one field fewer than all the lines below, holding labels only (or 3 or
+    more integers in equal steps), is a header above an index column (R's ``write.table``
+    leaves out the top-left cell).
+
     *Index column* (column 1 names the rows) when the table has 2 or more columns and
     either the header's top-left cell is empty; or the first column below the header
     holds labels (or missing cells) and no number beside mostly numeric cells; or it

@@ -82,15 +82,41 @@ def _classify(texts, decimal):
 
 def _split(lines, sep):
     """The cells of every row and the index (into ``lines``) of the line each row starts on."""
-    if sep == WHITESPACE:
-        return [line.split() for line in lines], list(range(len(lines)))
-    reader = csv.reader(lines, delimiter=sep)
+    if sep == WHITESPACE:  # runs of blanks; quotes as R's write.table writes them
+        lines = [line.strip().replace("\t", " ") + "\n" for line in lines]
+        reader = csv.reader(lines, delimiter=" ", skipinitialspace=True)
+    else:
+        reader = csv.reader(lines, delimiter=sep)
     rows, starts, consumed = [], [], 0
     for row in reader:
         rows.append(row)
         starts.append(consumed)
         consumed = reader.line_num  # a quoted field may span lines
     return rows, starts
+
+
+def _body_width(widths):
+    """The number of fields (2 or more) of a table whose lines all have it, or whose first
+    line has one fewer (a header without the top-left cell, as R's write.table writes);
+    None otherwise."""
+    rest = set(widths[1:]) or {widths[0]}
+    if len(rest) != 1:
+        return None
+    width = rest.pop()
+    if width < 2 or widths[0] not in (width, width - 1):
+        return None
+    return width
+
+
+def _names_line(texts):
+    """Labels only, or 3 or more integers increasing in equal steps (0, 1, 2 or years): a
+    line that names columns by itself."""
+    if not any(_number(t, ".") is not None or _number(t, ",") is not None for t in texts):
+        return True
+    if len(texts) < 3 or not all(_INTEGER.fullmatch(t) for t in texts):
+        return False
+    steps = np.diff([int(t) for t in texts])
+    return bool(steps[0] > 0 and (steps == steps[0]).all())
 
 
 def _is_value(text):
@@ -109,8 +135,7 @@ def _sniff_separator(lines):
     best, best_score = None, -1.0
     for sep in _SEPARATORS:
         rows, _ = _split(sample, sep)
-        widths = {len(row) for row in rows}
-        if len(widths) != 1 or widths.pop() < 2:
+        if _body_width([len(row) for row in rows]) is None:
             continue
         cells = [cell for row in rows for cell in row][:_SNIFF_CELLS]
         score = float(np.mean([_is_value(cell) for cell in cells]))
@@ -118,8 +143,8 @@ def _sniff_separator(lines):
             best, best_score = sep, score
     if best is not None:
         return best
-    widths = {len(line.split()) for line in sample}
-    if len(widths) == 1 and widths.pop() > 1:
+    rows, _ = _split(sample, WHITESPACE)
+    if _body_width([len(row) for row in rows]) is not None:
         return WHITESPACE
     for sep in _SEPARATORS:  # a broken table: read with the separator it shows, to say why
         if sep in lines[0]:
@@ -282,6 +307,14 @@ def read_text_table(text, name, *, sep, decimal, header, index_col, tab_separate
         ) from exc
     line_of = [numbers[s] for s in starts]
     widths = [len(row) for row in rows]
+    width = _body_width(widths)
+    short_header = width is not None and len(rows) > 1 and widths[0] == width - 1
+    short_header = short_header and header is not False and index_col is not False
+    if short_header and header == "infer":  # only names, not a line of data one cell short
+        short_header = _names_line([cell.strip() for cell in rows[0]])
+    if short_header:
+        rows[0] = ["", *rows[0]]  # the top-left cell R's write.table leaves out
+        widths[0] += 1
     if len(set(widths)) > 1:
         k = next(k for k, w in enumerate(widths) if w != widths[0])
         raise ReadError(
@@ -316,19 +349,22 @@ def read_text_table(text, name, *, sep, decimal, header, index_col, tab_separate
 
     corner_empty = cells[0, 0] == ""
     layout = {"separator": sep, "decimal": decimal}
-    header_inferred = header == "infer"
-    if header_inferred:
+    if short_header:
+        reason = "line 1 has one field fewer than the lines below, as R's write.table writes"
+        header, layout["header_reason"] = True, reason
+        if index_col == "infer":
+            index_col, layout["index_col_reason"] = True, reason
+    elif header == "infer":
         header, layout["header_reason"] = _infer_header(cells, kind, value, integer)
     else:
         layout["header_reason"] = "as given"
     if header and cells.shape[0] == 1:
         raise ReadError(f"{name} has a header line and no data")
-    index_inferred = index_col == "infer"
-    if index_inferred:
+    if index_col == "infer":
         index_col, layout["index_col_reason"] = _infer_index(
             kind, value, integer, header, corner_empty
         )
-    else:
+    elif "index_col_reason" not in layout:
         layout["index_col_reason"] = "as given"
     if index_col and cells.shape[1] < 2:
         raise ReadError(f"{name} has only the index column, no values")

@@ -407,3 +407,29 @@ def test_every_pandas_layout_round_trips(tmp_path):
             mark = decimal if values == "floats" else "."  # integers show no decimal mark
             assert (data.layout["separator"], data.layout["decimal"]) == (sep, mark), case
     assert len(as_data) == 2 * len(formats)
+
+
+def test_r_write_table_header_one_field_short(tmp_path):
+    # write.table(m, sep = "\t", quote = FALSE): no top-left cell; the default: spaces, quotes
+    body = [f"g{i}\t" + "\t".join(map(str, r)) for i, r in enumerate(FLOATS[:, :3])]
+    (tmp_path / "t.tsv").write_text("\n".join(["a\tb\tc", *body]) + "\n")
+    quoted = [f'"g{i}" ' + " ".join(map(str, r)) for i, r in enumerate(FLOATS[:, :3])]
+    (tmp_path / "t.txt").write_text("\n".join(['"a" "b" "c"', *quoted]) + "\n")
+    for name, sep in (("t.tsv", "\t"), ("t.txt", r"\s+")):
+        data, layout = read(tmp_path / name)
+        np.testing.assert_array_equal(data.X, FLOATS[:, :3])
+        assert_names(data, [f"g{i}" for i in range(6)], ["a", "b", "c"])
+        assert layout == (sep, ".", True, True)
+        assert data.layout["header_reason"] == (
+            "line 1 has one field fewer than the lines below, as R's write.table writes"
+        )
+    # a line 1 of data one cell short stays a broken table
+    (tmp_path / "short.csv").write_text("1.5,2\n3,4,5\n6,7,8\n")
+    with pytest.raises(ReadError) as info:
+        read_array(tmp_path / "short.csv")
+    assert str(info.value) == (
+        "short.csv has rows of different lengths [2, 3] (separator ','): line 1 has 2 fields, "
+        "line 2 has 3"
+    )
+    with pytest.raises(ReadError, match="rows of different lengths"):
+        read_array(tmp_path / "t.tsv", header=False)
