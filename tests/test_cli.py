@@ -582,6 +582,11 @@ def test_organize_file_errors_are_one_line_in_the_command_line_spelling(capsys, 
     ]
     for expected, argv in cases:
         assert_one_line_error(capsys, expected, "organize", tmp_path / argv[0], *argv[1:])
+    code, _, err = run(capsys, "organize", tmp_path / "gaps.csv", "--sep", ";;")
+    assert code == 2 and err == (
+        "skorg organize: error: argument --sep: expected one character, \\t or \\s+ (runs of "
+        "whitespace), got ';;' (see skorg organize --help)\n"
+    )
     code, _, _ = run(
         capsys, "organize", tmp_path / "amb.csv", "--decimal", ",", "--n-iter", 1, "-q",
         "-o", tmp_path / "r",

@@ -25,6 +25,7 @@ from ._commands import (
     _organize,
     _paraproduct,
     _positive,
+    _separator,
     _warmup,
 )
 
@@ -251,7 +252,10 @@ def _build_parser():
     org.add_argument("--key", help="array name inside an .npz holding several")
     table = org.add_argument_group("text tables (.csv, .tsv, .txt)")
     table.add_argument(
-        "--sep", help="column separator, one character or '\\s+' for whitespace (default: detected)"
+        "--sep",
+        type=_separator,
+        help="column separator: one character, \\t for a tab or \\s+ for runs of whitespace "
+        "(default: detected)",
     )
     table.add_argument(
         "--header",

@@ -132,6 +132,16 @@ def _finite(text):
     return value
 
 
+def _separator(text):
+    """--sep: one character, a tab written as \\t, or \\s+ for runs of whitespace."""
+    text = {"\\t": "\t", "tab": "\t"}.get(text, text)
+    if len(text) != 1 and text != r"\s+":
+        raise argparse.ArgumentTypeError(
+            f"expected one character, \\t or \\s+ (runs of whitespace), got {text!r}"
+        )
+    return text
+
+
 def _block_value(text):
     value = _finite(text)
     if abs(value) > 1e300:

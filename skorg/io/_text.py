@@ -258,30 +258,36 @@ def _infer_index(kind, value, integer, header, corner_empty):
     return False, "the first column holds values"
 
 
+def _shown(text, limit=40):
+    """A cell or name as a message quotes it, cut short past ``limit`` characters."""
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
 def _describe_cell(text, decimal):
     """Why a cell is not a number, in a few words."""
     low = text.lower()
+    shown = _shown(text)
     if low in _BOOL_TOKENS:
-        return f"{text!r} is a boolean; write 1/0 instead"
+        return f"{shown} is a boolean; write 1/0 instead"
     other = "," if decimal == "." else "."
     if _number(text, other) is not None:
         marks = {".": "a decimal point", ",": "a decimal comma"}
         return (
-            f"{text!r} has {marks[other]}, but the other numbers of the file have {marks[decimal]}"
+            f"{shown} has {marks[other]}, but the other numbers of the file have {marks[decimal]}"
         )
     try:
         complex(text.replace("i", "j"))
     except ValueError:
         pass
     else:
-        return f"{text!r} is a complex number; keep its real part or magnitude"
+        return f"{shown} is a complex number; keep its real part or magnitude"
     try:
         np.datetime64(text)
     except ValueError:
         pass
     else:
-        return f"{text!r} is a date or time; convert it to a number first"
-    return f"{text!r} is not a number"
+        return f"{shown} is a date or time; convert it to a number first"
+    return f"{shown} is not a number"
 
 
 def read_text_table(text, name, *, sep, decimal, header, index_col, tab_separated=False):
@@ -376,8 +382,8 @@ def read_text_table(text, name, *, sep, decimal, header, index_col, tab_separate
     body_lines = line_of[r0:]
 
     def where(i, j):
-        row = f"row {row_names[i]!r}" if row_names is not None else f"row {i}"
-        col = f"column {column_names[j]!r}" if column_names is not None else f"column {j}"
+        row = f"row {_shown(row_names[i])}" if row_names is not None else f"row {i}"
+        col = f"column {_shown(column_names[j])}" if column_names is not None else f"column {j}"
         return f"{row}, {col} (line {body_lines[i]})"
 
     bkind = kind[r0:, c0:]
@@ -388,7 +394,9 @@ def read_text_table(text, name, *, sep, decimal, header, index_col, tab_separate
         more = int(bad.sum()) - 1
         parts = [f"{name}: {where(i, j)}: "]
         if bkind[i, j] == OVERFLOW:
-            parts.append(f"{cell!r} is beyond the range of float64 (about {_FLOAT64_MAX:.1e})")
+            parts.append(
+                f"{_shown(cell)} is beyond the range of float64 (about {_FLOAT64_MAX:.1e})"
+            )
         else:
             parts.append(_describe_cell(cell, decimal))
         if more:

@@ -433,3 +433,13 @@ def test_r_write_table_header_one_field_short(tmp_path):
     )
     with pytest.raises(ReadError, match="rows of different lengths"):
         read_array(tmp_path / "t.tsv", header=False)
+
+
+def test_long_cells_are_cut_short_in_messages(tmp_path):
+    pd.DataFrame(FLOATS, index=DAYS).to_csv(tmp_path / "a.csv")
+    with pytest.raises(ReadError) as info:
+        read_array(tmp_path / "a.csv", sep="\t")  # the wrong separator: one field per line
+    assert str(info.value) == (
+        "a.csv: row 0, column ',0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,1...' (line 2): "
+        "'2013-01-01,0.1257,-0.1321,0.6404,0.10...' is not a number (5 more such cells)"
+    )
