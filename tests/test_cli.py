@@ -573,6 +573,16 @@ def test_organize_file_errors_are_one_line_in_the_command_line_spelling(capsys, 
             "tells which; pass --decimal . or --decimal ,",
             ["amb.csv"],
         ),
+        (  # --header no and --index-col no override the rules: the names become cells
+            "typo.csv: row 0, column 1 (line 1): 'x.0' is not a number",
+            ["typo.csv", "--header", "no", "--index-col", "no"],
+        ),
+        (
+            "gaps.csv: row 0, column 0 (line 1): 'a' is not a number (3 more such cells); the "
+            "first column also holds numbers, so it is not read as row names (pass --index-col "
+            "yes if it names the rows)",
+            ["gaps.csv", "--header", "no"],
+        ),
         ("--layer applies to .h5ad files only, not to X.npy", ["X.npy", "--layer", "log"]),
         ("--layer applies to .h5ad files only, not to gaps.csv", ["gaps.csv", "--layer", "log"]),
         (
