@@ -345,7 +345,10 @@ def _build(
         "trees the 3-D questionnaire learned from all heads at once: untied (a tree and an "
         "order for the queries and another for the keys, the paper's), and tied (one tree "
         "and one order for both, tie_axes=(0, 1): a token's features are its query and its "
-        "key slice, so a head's diagonal or previous-token structure stays a line). "
+        "key slice). Tied, every head is the same relation under one relabelling of the "
+        "tokens: the diagonal stays the diagonal and a symmetric head stays symmetric, and a "
+        "previous-token line stays a line wherever the shared order keeps consecutive "
+        "tokens consecutive; untied, the two orders differ and such lines scatter. "
         f"The entropy figures, the ranking and the pruning use the {used} trees. Shown: the "
         "sparsest, a middle and the least sparse head by the entropy ranking."
     )

@@ -187,6 +187,11 @@ def test_report_renders_in_a_headless_browser(tmp_path):
     # and the heatmaps add many dark pixels in the upper part of the page
     assert image.std() > 20
     assert (image[:1400] < 60).mean() > 0.05
+    # laid out at that width: no table wider than its room, no number over two lines
+    from ._chromium import measure
+
+    seen = measure(page, 1200, tmp_path)
+    assert seen["tables"] >= 3 and seen["wide"] == [] and seen["split"] == [], seen
 
 
 def _wide_report():
