@@ -156,3 +156,16 @@ def test_tied_axes_need_the_same_settings_and_the_dense_path():
         questionnaire(X, tie_axes=(0, 1), affinity_mode="sparse")
     with pytest.raises(ValueError, match="equal length"):
         QuestionnaireOrganizer(tie_axes=(0, 1)).fit(X[:, :7])
+
+
+@pytest.mark.parametrize("factor", [1e-150, 1e150])
+def test_tied_trees_do_not_depend_on_units(shuffled_band, factor):
+    _, S = shuffled_band
+    # noise breaks the band's exact ties, which the rounding of a rescaled copy may break
+    # either way (as for untied axes)
+    S = S + 0.01 * np.random.default_rng(7).random(S.shape)
+    base = questionnaire(S, n_iter=2, tie_axes=(0, 1))
+    scaled = questionnaire(S * factor, n_iter=2, tie_axes=(0, 1))
+    assert scaled.trees[0] == base.trees[0]
+    np.testing.assert_array_equal(scaled.orders[0], base.orders[0])
+    np.testing.assert_allclose(scaled.distances[0], base.distances[0] * factor, rtol=1e-12)
