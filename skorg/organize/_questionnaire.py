@@ -31,7 +31,6 @@ from ._steps import (
     _compression_error_along,
     _densify_for_knn,
     _emd_feature_dtype,
-    _emd_points,
     _euclidean_distances,
     _final_orders,
     _objective,
@@ -47,6 +46,7 @@ from ._tied import (
     check_tied_params,
     partner_trees,
     tied_compression_error,
+    tied_emd_points,
     tied_partial,
     tied_slices,
 )
@@ -457,8 +457,7 @@ def questionnaire(
             A = symmetric_dual_affinity_core(d, epsilons[axis])
             points = None
             if methods[axis] == "ward":
-                parts = [_emd_points(Xe, t, a, alphas, betas, n_jobs) for a, t in steps]
-                points = None if any(q is None for q in parts) else np.hstack(parts)
+                points = tied_emd_points(Xe, steps, alphas, betas, n_jobs)
             tree = make_tree(axis, A, d, points=points)
             if reuse:
                 from_initial[axis] = d, A, tree

@@ -169,3 +169,22 @@ def test_tied_trees_do_not_depend_on_units(shuffled_band, factor):
     assert scaled.trees[0] == base.trees[0]
     np.testing.assert_array_equal(scaled.orders[0], base.orders[0])
     np.testing.assert_allclose(scaled.distances[0], base.distances[0] * factor, rtol=1e-12)
+
+
+def test_tied_ward_features_that_do_not_fit_together_fall_back_to_the_distances(
+    shuffled_band, monkeypatch
+):
+    from skorg.trees import build_tree
+
+    _, S = shuffled_band
+    S = S + 0.01 * np.random.default_rng(7).random(S.shape)
+    kw = {"n_iter": 1, "tie_axes": (0, 1), "tree_method": "ward", "early_stopping": "never"}
+    # each slice's features (36 x 97 tree nodes, three copies: 84 kB) fit in 94 kB, both side
+    # by side do not: Ward then takes the summed EMD itself
+    monkeypatch.setenv("SKORG_MAX_MEMORY", "0.09")
+    res = questionnaire(S, **kw)
+    want = build_tree("ward", distances=res.distances[0], optimal_ordering=False)
+    assert res.trees[0].same_partitions(want)
+    monkeypatch.delenv("SKORG_MAX_MEMORY")
+    roomy = questionnaire(S, **kw)  # Ward of the features side by side, a different tree
+    assert not roomy.trees[0].same_partitions(want)
