@@ -171,17 +171,23 @@ class Table:
             header = self.headers.get(c, c)
             width[c] = _min_width_em(header, [text for text, _ in cells], numeric)
         keys = [c for c in (self.key_columns or columns[:1]) if c in columns]
+        rest = [c for c in columns if c not in keys]
         base = sum(width[c] for c in keys)
-        groups, current, used = [], [], base
-        for c in columns:
-            if c in keys:
-                continue
-            if current and used + width[c] > _TABLE_EM:
-                groups.append(current)
-                current, used = [], base
-            current.append(c)
-            used += width[c]
-        groups.append(current)
+
+        def pack(limit):
+            groups, current, used = [], [], base
+            for c in rest:
+                if current and used + width[c] > limit:
+                    groups.append(current)
+                    current, used = [], base
+                current.append(c)
+                used += width[c]
+            return [*groups, current]
+
+        groups = pack(_TABLE_EM)
+        if len(groups) > 1:  # as many parts, of about equal width (no one-column remnant)
+            even = pack(min(_TABLE_EM, base + 1.1 * sum(width[c] for c in rest) / len(groups)))
+            groups = even if len(even) == len(groups) else groups
         return [keys + group for group in groups]
 
     def to_html(self):
