@@ -223,6 +223,99 @@ def test_demo_minilm_network_entropy_has_both_coefficient_sets(minilm_report):
             assert r[key] >= 1.0  # an l1 norm over a Frobenius norm is at least 1
 
 
+def _csv_rows(path):
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_demo_minilm_one_test_one_p_value(minilm_report):
+    # the top- and bottom-10% stability test over all inputs is printed in the stability
+    # table, the summary and two sensitivity tables (fraction 0.1, every input): one number,
+    # in results.json, in every CSV and as written in the page
+    _, folder = minilm_report
+    data = read_json(folder)
+    tables = data["tables"]
+    n = len(tables["network_entropy"]) // 2
+    stability = {r["set"].split()[0]: r for r in tables["ranking_stability"]}
+    fraction = next(r for r in tables["sensitivity_fraction"] if r["value"] == 0.1)
+    batches = next(r for r in tables["sensitivity_n_batches"] if r["value"] == n)
+    csvs = {
+        "stability": {r["set"].split()[0]: r for r in _csv_rows(folder / "ranking_stability.csv")},
+        "fraction": next(
+            r for r in _csv_rows(folder / "sensitivity_fraction.csv") if float(r["value"]) == 0.1
+        ),
+        "batches": next(
+            r for r in _csv_rows(folder / "sensitivity_n_batches.csv") if int(r["value"]) == n
+        ),
+    }
+    summary = next(line for line in data["summary"] if line.startswith("Stability of"))
+    html = (folder / "index.html").read_text()
+    for end in ("top", "bottom"):
+        p = stability[end]["p_value"]
+        assert fraction[f"{end}_p_value"] == p and batches[f"{end}_p_value"] == p
+        assert float(csvs["stability"][end]["p_value"]) == p
+        assert float(csvs["fraction"][f"{end}_p_value"]) == p
+        assert float(csvs["batches"][f"{end}_p_value"]) == p
+        # the summary's rounding of the same number
+        said = re.search(rf"the {end}-10% sets .*?p ([<=]) ([0-9.]+)", summary)
+        assert said, summary
+        if said.group(1) == "=":
+            assert float(said.group(2)) == pytest.approx(p, abs=5e-4)
+        else:
+            assert p < float(said.group(2))
+        assert fraction[f"{end}_overlap"] == stability[end]["mean_jaccard"]
+    from skorg.report._html import _p_cell
+
+    shown = _p_cell(stability["top"]["p_value"])
+    assert html.count(f'<td class="num">{shown}</td>') >= 3  # stability and both sweeps
+
+
+def test_demo_minilm_summary_states_both_entropy_sets(minilm_report):
+    _, folder = minilm_report
+    summary = read_json(folder)["summary"]
+    lines = [s for s in summary if s.startswith("Tri-Haar network entropy")]
+    assert len(lines) == 2
+    assert "(all coefficients," in lines[0]
+    assert "(the paper's 400 coefficients of largest support," in lines[1]
+    tests = read_json(folder)["tables"]["network_entropy_tests"]
+    for line, coefficients in zip(lines, ("all", "400 largest support"), strict=True):
+        for r in (r for r in tests if r["coefficients"] == coefficients):
+            # the same form, whichever way it falls: difference, interval, p, effect, verdict
+            assert f"against {r['organized_vs']} {r['mean_difference']:+.3f} " in line
+            assert f"[{r['low']:+.3f}, {r['high']:+.3f}]" in line
+    assert all(line.count("d_z") == 2 for line in lines)
+
+
+def test_demo_minilm_shows_tied_and_untied_maps(minilm_report):
+    _, folder = minilm_report
+    data = read_json(folder)
+    assert data["meta"]["query-key trees"] == "separate (untied)"
+    said = [s for s in data["summary"] if s.startswith("Query and key trees:")]
+    assert len(said) == 1 and "the paper's separate query and key trees" in said[0]
+    html = (folder / "index.html").read_text()
+    assert (
+        "The entropy figures, the ranking and the pruning use the separate (untied) trees" in html
+    )
+    assert (
+        "organized with separate query and key trees (middle) and with queries and keys tied"
+        in html
+    )
+
+
+def test_demo_minilm_tables_fit_the_page_and_p_values_stay_whole(minilm_report, tmp_path):
+    from tests.report._chromium import chromium, measure
+
+    if chromium() is None:
+        pytest.skip("chromium is not installed")
+    _, folder = minilm_report
+    for width in (1000, 1280):
+        seen = measure(folder / "index.html", width, tmp_path)
+        assert seen["wide"] == [] and seen["split"] == [], seen
+        assert seen["p_values"] >= 60  # every p-value cell and sentence was looked at
+
+
 def test_attention_text_file_and_local_model_directory(capsys, tmp_path):
     pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
@@ -433,6 +526,36 @@ def test_organize_h5ad_and_parquet(capsys, tmp_path, smooth):
     orders = pd.read_csv(tmp_path / "p" / "orders.csv")
     cols = np.load(tmp_path / "p" / "order_1.npy")
     assert list(orders[orders["axis"] == 1]["name"].dropna()) == [f"k{j}" for j in cols]
+
+
+def test_organize_tie_axes_gives_one_order_to_both_axes(capsys, tmp_path):
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(20, 5)) @ rng.normal(size=(5, 40))
+    C = np.corrcoef(Z)
+    C = 0.5 * (C + C.T)  # a correlation matrix, exactly symmetric
+    path = tmp_path / "corr.npy"
+    np.save(path, C)
+    out_dir = tmp_path / "out"
+    code, _, err = run(capsys, "organize", path, "--tie-axes", "0,1", "-q", "-o", out_dir)
+    assert code == 0, err
+    rows, cols = np.load(out_dir / "order_0.npy"), np.load(out_dir / "order_1.npy")
+    np.testing.assert_array_equal(rows, cols)
+    organized = np.load(out_dir / "organized.npy")
+    np.testing.assert_array_equal(organized, organized.T)
+    data = read_json(out_dir)
+    assert "axes 0 and 1 tied (one tree and one order for both)" in data["summary"][0]
+    html = (out_dir / "index.html").read_text()
+    assert "organized with the tied axes (middle" in html
+
+
+def test_tie_axes_mistakes_exit_2(capsys, tmp_path, smooth):
+    _, path = smooth  # 24 x 20
+    assert_usage_error(capsys, "needs two axes of equal length", "organize", path,
+                       "--tie-axes", "0,1")  # fmt: skip
+    assert_usage_error(capsys, "the data has axes 0 to 1", "organize", path, "--tie-axes", "0,2")
+    assert_usage_error(capsys, "expected two axis numbers", "organize", path, "--tie-axes", "0")
+    assert_usage_error(capsys, "two different axes", "organize", path, "--tie-axes", "1,1")
+    assert_usage_error(capsys, "only the queries and keys (0,1)", "demo", "--tie-axes", "0,2")
 
 
 def test_organize_synthetic_reports_the_hidden_order(capsys, tmp_path):

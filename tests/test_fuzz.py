@@ -734,6 +734,7 @@ ESTIMATOR_PARAMS = {
     "affinity_mode": ["huge"],
     "n_neighbors": [0, -3, 2.5],
     "emd_dtype": ["float16"],
+    "tie_axes": [(0,), "01", (0, 0), (0, 5), (0, True), (0, 1)],  # (0, 1): 10 x 8 is not square
 }
 
 

@@ -18,6 +18,7 @@ from ._commands import (
     SEED_MAX,
     UsageError,
     _attention,
+    _axis_pair,
     _block_value,
     _compare,
     _demo,
@@ -120,6 +121,14 @@ def _add_attention_options(parser, *, max_length=32, prune_steps=11, n_random=5)
         type=_positive(int, 100),
         default=2000,
         help="bootstrap resamples and null draws (default 2000)",
+    )
+    parser.add_argument(
+        "--tie-axes",
+        type=_axis_pair,
+        metavar="0,1",
+        help="rank, prune and measure entropy on trees that give queries and keys one tree "
+        "and one order (default: the paper's separate query and key trees; the report shows "
+        "both organized maps either way)",
     )
 
 
@@ -314,6 +323,14 @@ def _build_parser():
         type=_positive(int, 1, MAX_ITER),
         default=None,
         help=f"questionnaire iterations, 1 to {MAX_ITER} (default: the preset's)",
+    )
+    org.add_argument(
+        "--tie-axes",
+        type=_axis_pair,
+        metavar="A,B",
+        help="one tree and one order for two axes of equal length that index the same "
+        "objects (0,1 for an affinity, correlation or distance matrix); the report shows "
+        "the untied organization beside it",
     )
     org.set_defaults(func=_organize)
 

@@ -142,6 +142,17 @@ def _separator(text):
     return text
 
 
+def _axis_pair(text):
+    """``A,B``: two axis numbers (the axes that --tie-axes ties)."""
+    parts = text.replace(" ", "").split(",")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"expected two axis numbers such as 0,1, got {text!r}")
+    a, b = (int(p) for p in parts)
+    if a == b:
+        raise argparse.ArgumentTypeError(f"expected two different axes, got {text!r}")
+    return a, b
+
+
 def _block_value(text):
     value = _finite(text)
     if abs(value) > 1e300:
@@ -212,6 +223,11 @@ def _print_comparison(rows, data, args):
 def _attention_run(args, model, sentences):
     from ..report import attention_report, load_attention_setup
 
+    if args.tie_axes is not None and sorted(args.tie_axes) != [0, 1]:
+        raise UsageError(
+            f"--tie-axes {args.tie_axes[0]},{args.tie_axes[1]}: the attention tensor is query x "
+            "key x head, and only the queries and keys (0,1) index the same tokens"
+        )
     progress = _progress(args, None)
     progress.note(f"loading {model}")  # before the number of samples, hence the total, is known
     with _model_bars(progress):
@@ -227,6 +243,7 @@ def _attention_run(args, model, sentences):
         prune_steps=args.prune_steps,
         n_random=args.n_random,
         n_resamples=args.n_resamples,
+        tie_axes=args.tie_axes,
         progress=progress,
     )
     progress.done()
@@ -394,6 +411,7 @@ def _organize(args):
         progress=progress,
         names=names,
         read_as=layout,
+        tie_axes=args.tie_axes,
     )
     progress.done()
     _write(report, args, outputs)

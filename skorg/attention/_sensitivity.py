@@ -25,6 +25,7 @@ def sensitivity_sweep(
     default_k=400,
     default_fraction=0.1,
     default_scores=None,
+    stability=None,
     n_resamples=1000,
     random_state=0,
 ):
@@ -50,6 +51,12 @@ def sensitivity_sweep(
     default_k, default_fraction : the settings the other rows are compared with
     default_scores : ndarray of shape (n_samples, n_heads), optional
         :func:`head_sparsity` at ``default_k`` if already computed (not recomputed then).
+    stability : dict, optional
+        :func:`ranking_stability` of ``default_scores`` at ``default_fraction`` if already
+        computed: the rows of those settings (``fraction`` at ``default_fraction``,
+        ``n_batches`` at all samples) report its numbers, so that one test has one p-value
+        wherever it is printed. The other rows come from :func:`ranking_stability` too, with
+        ``n_resamples`` null draws (give the same as for ``stability``).
     n_resamples : int, default=1000
         Null draws of the stability tests and bootstrap resamples of the shares.
     random_state : int, default=0
@@ -78,9 +85,9 @@ def sensitivity_sweep(
     """
     from scipy.stats import spearmanr
 
-    from skorg.stats import bootstrap_of_means, mean_pairwise_jaccard, top_set_overlap_test
+    from skorg.stats import bootstrap_of_means, mean_pairwise_jaccard
 
-    from ._rank import head_sparsity
+    from ._rank import head_sparsity, ranking_stability
 
     trees = list(trees)
     if len(trees) != maps.n_samples:
@@ -96,8 +103,18 @@ def sensitivity_sweep(
         it = iter(trees)
         return lambda X: next(it)
 
-    scores = {k: head_sparsity(maps, organize=replay(), selection="support", k=k) for k in ks}
-    base = scores[default_k]
+    scores = {}
+    if default_scores is not None:  # as given (the report's own scores), not recomputed
+        scores[int(default_k)] = np.asarray(default_scores, dtype=np.float64)
+        if scores[int(default_k)].ndim != 2 or len(scores[int(default_k)]) != maps.n_samples:
+            raise ValueError(
+                f"default_scores must have shape (n_samples={maps.n_samples}, n_heads), got "
+                f"{scores[int(default_k)].shape}."
+            )
+    for k in ks:
+        if k not in scores:
+            scores[k] = head_sparsity(maps, organize=replay(), selection="support", k=k)
+    base = scores[int(default_k)]
     n_samples, n_heads = base.shape
     m = max(1, int(np.ceil(default_fraction * n_heads - 1e-9)))
     rows = []
@@ -116,13 +133,18 @@ def sensitivity_sweep(
             }
         )
 
-    def stability(S, fraction):
-        mm = max(1, int(np.ceil(fraction * n_heads - 1e-9)))
-        top = np.stack([_top_mask(s, mm) for s in S])
-        bottom = np.stack([_top_mask(-s, mm) for s in S])
+    def stability_of(S, fraction):
+        # the report's stability test itself (same sets, ties and null draws); at the
+        # default settings the given result, computed once
+        if stability is not None and fraction == default_fraction and len(S) == n_samples:
+            result = stability
+        else:
+            result = ranking_stability(
+                S, fraction=fraction, n_resamples=n_resamples, random_state=random_state
+            )
         out = {}
-        for end, masks in (("top", top), ("bottom", bottom)):
-            t = top_set_overlap_test(masks, n_resamples=n_resamples, random_state=random_state)
+        for end in ("top", "bottom"):
+            t = result[f"{end}_null"]
             out.update(
                 {
                     f"{end}_overlap": t["overlap"],
@@ -137,16 +159,15 @@ def sensitivity_sweep(
             if not 0 < fraction <= 0.5:
                 raise ValueError(f"every fraction must lie in (0, 0.5], got {fraction}.")
             rows.append(
-                {"parameter": "fraction", "value": float(fraction), **stability(base, fraction)}
+                {"parameter": "fraction", "value": float(fraction), **stability_of(base, fraction)}
             )
         if batch_counts is None:
             batch_counts = [b for b in (2, 4, 8, 16, 32, 64) if b < n_samples] + [n_samples]
         for b in batch_counts:
             if not 2 <= b <= n_samples:
                 raise ValueError(f"batch counts must lie in [2, {n_samples}], got {b}.")
-            rows.append(
-                {"parameter": "n_batches", "value": int(b), **stability(base[:b], default_fraction)}
-            )
+            row = {"parameter": "n_batches", "value": int(b)}
+            rows.append({**row, **stability_of(base[:b], default_fraction)})
     if survey is not None:
         variants = list(dict.fromkeys(r["variant"] for r in survey["heads"]))
         for tol in tolerances:

@@ -123,6 +123,12 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         best sweep's trees are kept); see :func:`~skorg.organize.questionnaire`.
     tol : float, default=1e-4
         Relative improvement that counts with ``early_stopping="objective"``.
+    tie_axes : pair of int, default=None
+        Two axes of equal length that index the same objects (``(0, 1)``: the rows and
+        columns of an affinity, correlation or distance matrix, the queries and keys of a
+        query x key x head tensor) get one tree and one order, learned from both axes'
+        slices; see :func:`~skorg.organize.questionnaire` (Notes) and the user guide, "Tied
+        axes". ``organize`` then applies one permutation to both.
 
     Attributes
     ----------
@@ -236,6 +242,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         "tree_params": [dict, None],
         "early_stopping": [StrOptions(set(EARLY_STOPPING))],
         "tol": [Interval(Real, 0, 1, closed="left")],
+        "tie_axes": [tuple, list, None],
     }
 
     def __init__(
@@ -260,6 +267,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         tree_params=None,
         early_stopping="unchanged",
         tol=1e-4,
+        tie_axes=None,
     ):
         self.preset = preset
         self.n_iter = n_iter
@@ -280,6 +288,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         self.tree_params = tree_params
         self.early_stopping = early_stopping
         self.tol = tol
+        self.tie_axes = tie_axes
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -343,6 +352,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
             tree_params=self.tree_params,
             early_stopping=self.early_stopping,
             tol=self.tol,
+            tie_axes=self.tie_axes,
             check_input=False,
         )
         self.trees_ = result.trees

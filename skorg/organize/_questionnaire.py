@@ -13,7 +13,6 @@ from .._sparse_input import check_sparse_matrix
 from .._validation import check_finite_array, pow2_scale
 from ..metrics import affinity_matrix
 from ..trees import build_tree, flexible_tree
-from ._ordering import leaf_order
 from ._presets import (
     _INIT_AFFINITIES,
     EARLY_STOPPING,
@@ -30,58 +29,29 @@ from ._sparse import sparse_axes, sparse_initial, sparse_rebuild
 from ._steps import (
     _TIE,
     _compression_error_along,
+    _densify_for_knn,
     _emd_feature_dtype,
-    _emd_points,
     _euclidean_distances,
+    _final_orders,
     _objective,
     _partial_transform,
+    _per_axis,
     _same_trees,
-    _shortest_order,
     _tree_methods,
+    _unfold,
     _ward_tree,
+)
+from ._tied import (
+    check_tie_axes,
+    check_tied_params,
+    partner_trees,
+    tied_compression_error,
+    tied_emd_points,
+    tied_partial,
+    tied_slices,
 )
 
 __all__ = ["EARLY_STOPPING", "PRESETS", "SCHEDULES", "QuestionnaireResult", "questionnaire"]
-
-
-def _per_axis(value, n_axes, name, positive=False):
-    items = value if np.ndim(value) == 1 else [value]
-    if any(isinstance(v, (str, bytes, bool, np.bool_)) or v is None for v in items):
-        raise TypeError(f"{name} must be a number or a sequence of numbers, got {value!r}.")
-    if np.ndim(value) > 1 or (np.ndim(value) == 1 and len(value) != n_axes):
-        raise ValueError(
-            f"{name} must be a number or a sequence of {n_axes} numbers, got {value!r}."
-        )
-    values = np.broadcast_to(np.asarray(value, dtype=np.float64), (n_axes,))
-    if not np.all(np.isfinite(values)) or (positive and np.any(values <= 0)):
-        kind = "positive numbers" if positive else "finite numbers"
-        raise ValueError(f"{name} must hold {kind}, got {value!r}.")
-    return [float(v) for v in values]
-
-
-def _unfold(X, axis):
-    if sp.issparse(X):  # a matrix
-        return X if axis == 0 else X.T.tocsr()
-    return np.moveaxis(X, axis, 0).reshape(X.shape[axis], -1)
-
-
-def _densify_for_knn(X, sparse_axes_):
-    """The k-nearest-neighbour path works on dense data: a sparse X is densified for it when
-    the dense copy fits in sklearn's ``working_memory``, else a clear error."""
-    if not (sp.issparse(X) and any(sparse_axes_)):
-        return X
-    from sklearn import get_config
-
-    need = X.shape[0] * X.shape[1] * 8
-    budget = get_config()["working_memory"] * 2**20
-    if need > budget:
-        raise ValueError(
-            f"The k-nearest-neighbour path (axes longer than 10,000 or affinity_mode='sparse') "
-            f"needs a dense copy of the sparse X ({need / 2**20:.0f} MB), more than "
-            f"working_memory ({budget / 2**20:.0f} MB); raise it with "
-            "sklearn.set_config(working_memory=...) or reduce X."
-        )
-    return X.toarray()
 
 
 @reusing_scratch  # the EMD steps of one fit share their prefix table's memory
@@ -107,6 +77,7 @@ def questionnaire(
     tree_params=None,
     early_stopping="unchanged",
     tol=1e-4,
+    tie_axes=None,
     check_input=True,
 ):
     """Learn a partition tree on every axis of a matrix or tensor.
@@ -182,6 +153,12 @@ def questionnaire(
         the trees of the best sweep; ``"never"`` runs all ``n_iter`` sweeps.
     tol : float, default=1e-4
         Relative improvement of the objective that counts (``early_stopping="objective"``).
+    tie_axes : pair of int, optional
+        Two axes of equal length that index the same objects (the queries and keys of
+        self-attention, ``(0, 1)`` of a query x key x head tensor; the rows and columns of an
+        affinity, correlation or distance matrix): they get one tree and one order, learned
+        from both (see Notes). Their per-axis settings (``emd_alpha``, ``emd_beta``,
+        ``epsilon``, ``tree_constant``, ``tree_method``) must agree. Dense path only.
     schedule : {"alternating", "jacobi", "reference_3d"}, default="alternating"
         - ``"alternating"`` (Gauss-Seidel): initial trees on axes
           0..d-2, then each sweep rebuilds axis d-1, 0, 1, ..., d-2, each
@@ -230,6 +207,22 @@ def questionnaire(
     Returns
     -------
     result : QuestionnaireResult
+
+    Notes
+    -----
+    Tied axes (``tie_axes=(a, b)``): object ``i`` is described by the union of its slices at
+    ``i`` along ``a`` and along ``b`` (for a query x key x head tensor ``T`` and ``(0, 1)``,
+    ``T[i, :, :]`` and ``T[:, i, :]``). The initial affinity and the slices' Euclidean
+    distances are those of the concatenated slices, and the tree EMD is
+
+    .. math:: d(i, j) = d_a(i, j) + d_b(i, j),
+
+    ``d_a`` the tree EMD along ``a`` with the shared tree on ``b`` (and the current trees on
+    the other axes), ``d_b`` the same along ``b`` with the shared tree on ``a``: the EMD is
+    an l1 distance between weighted folder means, so that of the union of the two feature
+    sets is the sum. ``"select"`` scores a candidate on both axes. The one tree (the same
+    object for both axes, listed under both in ``history``) and its order are valid for
+    either axis, so a symmetric matrix stays symmetric. See the user guide, "Tied axes".
 
     Examples
     --------
@@ -287,14 +280,19 @@ def questionnaire(
     constants = _per_axis(p["tree_constant"], ndim, "tree_constant", positive=True)
     init_params = dict(init_affinity_params or {})
     sparse = sparse_axes(X.shape, affinity_mode, n_neighbors)
+    tie = check_tie_axes(tie_axes, X.shape, sparse)
     X = _densify_for_knn(X, sparse)
     # the default builder gives way to the flexible tree on axes that take the sparse path
     default_method = tree_method is None and (
         preset is None or "tree_method" not in PRESETS[preset]
     )
     methods = _tree_methods(p["tree_method"], ndim, sparse, default_method)
+    if tie is not None:
+        per_axis = {"emd_alpha": alphas, "emd_beta": betas, "epsilon": epsilons}
+        check_tied_params(tie, {**per_axis, "tree_constant": constants, "tree_method": methods})
     builder_params = dict(tree_params or {})
     p.update(
+        tie_axes=tie,
         affinity_mode=affinity_mode,
         n_neighbors=n_neighbors,
         tree_params=builder_params,
@@ -316,6 +314,10 @@ def questionnaire(
     slice_distances, slice_trees = {}, {}
 
     def distances_of_slices(axis):
+        if tie is not None and axis in tie:  # the tied objects: both slices, side by side
+            if tie[0] not in slice_distances:
+                slice_distances[tie[0]] = _euclidean_distances(tied_slices(Xe, tie))
+            return slice_distances[tie[0]]
         if axis not in slice_distances:
             slice_distances[axis] = _euclidean_distances(_unfold(Xe, axis))
         return slice_distances[axis]
@@ -342,10 +344,14 @@ def questionnaire(
         # every candidate builder on the axis's geometry; keep the one whose Haar expansion
         # compresses X best (the transform along the other axes is shared by all candidates)
         best = None
-        partial = _partial_transform(X, trees, axis)
+        tied = tie is not None and axis == tie[0]
+        partial = tied_partial(X, trees, tie) if tied else _partial_transform(X, trees, axis)
         for name in SELECT_CANDIDATES:
             tree = build_one(name, axis, A, d, points)
-            value = _compression_error_along(partial, tree, axis)
+            if tied:  # the candidate on both tied axes
+                value = tied_compression_error(partial, tree, tie)
+            else:
+                value = _compression_error_along(partial, tree, axis)
             # near-ties (within rounding) keep the earlier candidate: rescaled data, whose
             # objective differs in the last bits, then selects the same trees
             if best is None or value < best[0] * (1 - _TIE):
@@ -380,8 +386,20 @@ def questionnaire(
             }
         )
         trees[axis] = tree
+        if tie is not None and axis == tie[0]:  # the shared tree, recorded for both axes
+            if axis in chosen:
+                chosen[tie[1]] = chosen[axis]
+            affinities[tie[1]], distances[tie[1]] = affinities[axis], distances[axis]
+            record(iteration, tie[1], tree)
 
     def initial(axis):
+        if tie is not None and axis == tie[1]:  # built with the first tied axis
+            return
+        if tie is not None and axis == tie[0]:
+            A = affinity_matrix(tied_slices(X, tie), p["init_affinity"], **init_params)
+            affinities[axis] = A
+            record(0, axis, make_tree(axis, A, None, check=True))
+            return
         if sparse[axis]:
             A, tree = sparse_initial(
                 _unfold(Xe, axis), p["init_affinity"], init_params, constants[axis],
@@ -401,6 +419,8 @@ def questionnaire(
     last_inputs = {}  # axis -> the trees its last dense step read (see _same_trees)
 
     def rebuild(axis, source_trees, iteration):
+        if tie is not None and axis == tie[1]:  # built with the first tied axis
+            return
         others = [t if a != axis else None for a, t in enumerate(source_trees)]
         if sparse[axis]:
             d, A, tree = sparse_rebuild(
@@ -423,14 +443,21 @@ def questionnaire(
             # distances, affinity and tree are bit for bit what this step would compute
             d, A, tree = distances[axis], affinities[axis], trees[axis]
         else:
-            feature_dtype = _emd_feature_dtype(emd_dtype, Xe.shape, axis, others)
-            d = multi_tree_emd_core(
-                Xe, others, axis, alphas, betas, False, None, feature_dtype, n_jobs, None
-            )
+            # one EMD, or for tied axes the sum of the EMDs along both (see Notes)
+            steps = [(axis, others)]
+            if tie is not None and axis == tie[0]:
+                steps.append((tie[1], partner_trees(others, tie)))
+            d = None
+            for along, trees_of in steps:
+                feature_dtype = _emd_feature_dtype(emd_dtype, Xe.shape, along, trees_of)
+                part = multi_tree_emd_core(
+                    Xe, trees_of, along, alphas, betas, False, None, feature_dtype, n_jobs, None
+                )
+                d = part if d is None else d + part
             A = symmetric_dual_affinity_core(d, epsilons[axis])
             points = None
             if methods[axis] == "ward":
-                points = _emd_points(Xe, others, axis, alphas, betas, n_jobs)
+                points = tied_emd_points(Xe, steps, alphas, betas, n_jobs)
             tree = make_tree(axis, A, d, points=points)
             if reuse:
                 from_initial[axis] = d, A, tree
@@ -476,20 +503,11 @@ def questionnaire(
         # n_iter == 0 with the alternating schedules: the last axis gets its initial tree
         initial(ndim - 1)
 
-    if p["ordering"] == "shortest":
-        orders = []
-        for axis, (t, d, sp_axis) in enumerate(zip(trees, distances, sparse)):
-            if sp_axis or d is None:
-                orders.append(leaf_order(t, None, "emd_olo"))
-                continue
-            orders.append(_shortest_order(t, d, distances_of_slices(axis)))
-    else:
-        orders = [
-            leaf_order(t, None if sp_axis else d, p["ordering"])
-            for t, d, sp_axis in zip(trees, distances, sparse)
-        ]
+    orders = _final_orders(trees, distances, sparse, p["ordering"], distances_of_slices)
     with np.errstate(over="ignore"):  # EMD values beyond the float64 range: inf, as exact
         distances = [None if d is None else d / scale for d in distances]  # X's units, exact
+    if tie is not None:  # one order (equal anyway: same tree, distances, slices), one EMD
+        orders[tie[1]], distances[tie[1]] = orders[tie[0]].copy(), distances[tie[0]]
     names = [
         None if axis_names is None else axis_names[order]
         for axis_names, order in zip(labels or [None] * ndim, orders)

@@ -21,6 +21,47 @@ __all__: list[str] = []
 _AUTO_FLOAT32_WORK = 1 << 28
 
 
+def _per_axis(value, n_axes, name, positive=False):
+    items = value if np.ndim(value) == 1 else [value]
+    if any(isinstance(v, (str, bytes, bool, np.bool_)) or v is None for v in items):
+        raise TypeError(f"{name} must be a number or a sequence of numbers, got {value!r}.")
+    if np.ndim(value) > 1 or (np.ndim(value) == 1 and len(value) != n_axes):
+        raise ValueError(
+            f"{name} must be a number or a sequence of {n_axes} numbers, got {value!r}."
+        )
+    values = np.broadcast_to(np.asarray(value, dtype=np.float64), (n_axes,))
+    if not np.all(np.isfinite(values)) or (positive and np.any(values <= 0)):
+        kind = "positive numbers" if positive else "finite numbers"
+        raise ValueError(f"{name} must hold {kind}, got {value!r}.")
+    return [float(v) for v in values]
+
+
+def _densify_for_knn(X, sparse_axes_):
+    """The k-nearest-neighbour path works on dense data: a sparse X is densified for it when
+    the dense copy fits in sklearn's ``working_memory``, else a clear error."""
+    if not (sp.issparse(X) and any(sparse_axes_)):
+        return X
+    from sklearn import get_config
+
+    need = X.shape[0] * X.shape[1] * 8
+    budget = get_config()["working_memory"] * 2**20
+    if need > budget:
+        raise ValueError(
+            f"The k-nearest-neighbour path (axes longer than 10,000 or affinity_mode='sparse') "
+            f"needs a dense copy of the sparse X ({need / 2**20:.0f} MB), more than "
+            f"working_memory ({budget / 2**20:.0f} MB); raise it with "
+            "sklearn.set_config(working_memory=...) or reduce X."
+        )
+    return X.toarray()
+
+
+def _unfold(X, axis):
+    """The mode unfolding along ``axis``: one row per slice (a sparse matrix as CSR rows)."""
+    if sp.issparse(X):  # a matrix
+        return X if axis == 0 else X.T.tocsr()
+    return np.moveaxis(X, axis, 0).reshape(X.shape[axis], -1)
+
+
 def _emd_feature_dtype(emd_dtype, shape, axis, others):
     """The EMD features' dtype of one step (``"auto"`` resolved by the step's size)."""
     if emd_dtype != "auto":
@@ -128,6 +169,23 @@ def _shortest_order(tree, distances, euclid):
     # a tie (within rounding: an order and its reverse have the same path) keeps the first,
     # so that rescaled data, whose distances differ in the last bits, gets the same order
     return candidates[1] if lengths[1] < lengths[0] * (1 - _TIE) else candidates[0]
+
+
+def _final_orders(trees, distances, sparse, ordering, distances_of_slices):
+    """The organized order of every axis (``distances_of_slices(axis)``: the Euclidean
+    distances between the axis's slices, for ``"shortest"``)."""
+    if ordering != "shortest":
+        return [
+            leaf_order(t, None if sp_axis else d, ordering)
+            for t, d, sp_axis in zip(trees, distances, sparse)
+        ]
+    orders = []
+    for axis, (t, d, sp_axis) in enumerate(zip(trees, distances, sparse)):
+        if sp_axis or d is None:
+            orders.append(leaf_order(t, None, "emd_olo"))
+            continue
+        orders.append(_shortest_order(t, d, distances_of_slices(axis)))
+    return orders
 
 
 # arrays up to this size take the NumPy Haar path of the selection (no compilation)

@@ -34,6 +34,7 @@ def attention_report(
     n_resamples=2000,
     random_state=0,
     sensitivity=True,
+    tie_axes=None,
     progress=None,
 ):
     """Analyse the heads of one model and return the :class:`~skorg.report.Report`.
@@ -60,6 +61,10 @@ def attention_report(
     sensitivity : bool, default=True
         Add the sweep of the thresholds the paper fixed (:func:`~skorg.attention.sensitivity_sweep`:
         support sizes, set fractions, number of inputs, the Eq. 18 tolerance).
+    tie_axes : (0, 1), optional
+        Rank, prune and measure entropy on trees that tie queries and keys (one tree and one
+        order for both, see :class:`~skorg.QuestionnaireOrganizer`); by default the paper's
+        separate query and key trees. The organized maps show both either way.
     progress : Progress, optional
 
     Returns
@@ -93,15 +98,22 @@ def attention_report(
     n_samples = maps.n_samples
     organizers = []
 
+    if tie_axes is not None and sorted(tie_axes) != [0, 1]:
+        raise ValueError(f"tie_axes must be None or (0, 1) (queries and keys), got {tie_axes!r}.")
+    tie = None if tie_axes is None else (0, 1)
+
     def organize(T):
         step(f"organizing heads, sample {len(organizers) + 1}/{n_samples}")
-        organizers.append(QuestionnaireOrganizer(preset=PRESET).fit(T))
+        organizers.append(QuestionnaireOrganizer(preset=PRESET, tie_axes=tie).fit(T))
         return organizers[-1].trees_
 
     sparsity = head_sparsity(maps, organize=organize)
     X, head_index = network_tensor(maps, 0)
     names = _head_names(head_index)
     org = organizers[0]
+    # the other choice on sample 0, for the organized maps side by side
+    other = QuestionnaireOrganizer(preset=PRESET, tie_axes=(0, 1) if tie is None else None)
+    other.fit(X)
     keep = maps.valid_tokens(0)
     tokens = [maps.tokens[0][i] for i in keep] if maps.tokens else [str(i) for i in keep]
 
@@ -180,10 +192,15 @@ def attention_report(
             [o.trees_[:2] for o in organizers],
             survey=survey,
             default_scores=sparsity,
-            n_resamples=min(n_resamples, 1000),
+            # the stability table's own test at the default settings, and the same number
+            # of null draws for the others: one test, one p-value
+            stability=stability,
+            n_resamples=n_resamples,
             random_state=random_state,
         )
     tests = {
+        "tied": tie is not None,
+        "other": other,
         "sweep": sweep,
         "entropy": entropy_test_rows(entropy_rows, random_state=random_state),
         "heads": head_entropy_rows(
@@ -216,6 +233,16 @@ def attention_report(
     )
     report.meta["analysis time"] = f"{time.perf_counter() - start:.1f} s"
     return report
+
+
+def _direction(row):
+    """Which side is sparser, in words, as the interval and the test allow."""
+    significant = row["p_value"] < 0.05
+    if row["high"] < 0 and significant:
+        return "organized sparser"
+    if row["low"] > 0 and significant:
+        return f"{row['organized_vs']} sparser"
+    return "not distinguishable"
 
 
 def _spearman(a, b):
@@ -259,48 +286,87 @@ def _build(
     ]
     if stability is not None:
         summary.append(stability_sentence(stability, maps.n_samples))
-    ent_all = [r for r in tests["entropy"] if r["coefficients"] == "all"]
-    if ent_all:
-        parts = [
-            f"against {r['organized_vs']} {r['mean_difference']:+.3f} "
-            f"[{r['low']:+.3f}, {r['high']:+.3f}] ("
-            + ("p < 0.001" if r["p_value"] < 0.001 else f"p = {r['p_value']:.3f}")
-            + f", d_z {r['effect_size_dz']:.2f})"
-            for r in ent_all
-        ]
+    # both coefficient sets, in the same form, whichever way each falls: all coefficients,
+    # and the paper's 400 of largest support
+    for coefficients, what in (
+        ("all", "all coefficients"),
+        ("400 largest support", "the paper's 400 coefficients of largest support"),
+    ):
+        rows = [r for r in tests["entropy"] if r["coefficients"] == coefficients]
+        if rows:
+            parts = [
+                f"against {r['organized_vs']} {r['mean_difference']:+.3f} "
+                f"[{r['low']:+.3f}, {r['high']:+.3f}] ("
+                + ("p < 0.001" if r["p_value"] < 0.001 else f"p = {r['p_value']:.3f}")
+                + f", d_z {r['effect_size_dz']:.2f}; "
+                + _direction(r)
+                + ")"
+                for r in rows
+            ]
+            summary.append(
+                f"Tri-Haar network entropy ({what}, normalized, lower is sparser), "
+                f"organized trees minus the alternative, paired over {rows[0]['inputs']} "
+                "inputs: " + "; ".join(parts) + "."
+            )
+            continue
+        ent = next(r for r in entropy_rows if r["coefficients"] == coefficients)
         summary.append(
-            "Tri-Haar network entropy (all coefficients, normalized, lower is sparser), "
-            f"organized trees minus the alternative, paired over {ent_all[0]['inputs']} "
-            "inputs: " + "; ".join(parts) + "."
-        )
-    else:
-        ent = next(r for r in entropy_rows if r["coefficients"] == "all")
-        summary.append(
-            f"Tri-Haar network entropy of sample 0 (all coefficients, normalized, lower is "
+            f"Tri-Haar network entropy of sample 0 ({what}, normalized, lower is "
             f"sparser): {ent['organized_trees']:.3f} on the organized trees, "
             f"{ent['dyadic_on_original_order']:.3f} on the token order, "
             f"{ent['dyadic_on_random_order']:.3f} on random trees (one input: no interval)."
         )
+    used = "tied" if tests["tied"] else "separate (untied)"
+    summary.append(
+        f"Query and key trees: {used}. Every ranking, pruning and entropy figure uses "
+        + (
+            "one tree and one order for queries and keys (tie_axes=(0, 1)); "
+            if tests["tied"]
+            else "the paper's separate query and key trees; "
+        )
+        + "the organized maps show the tied and the untied organization side by side."
+    )
     report = Report(
         "skorg attention report",
         summary=summary,
-        meta={"preset": PRESET, "inputs": maps.n_samples, "heads": n_heads},
+        meta={
+            "preset": PRESET,
+            "query-key trees": used,
+            "inputs": maps.n_samples,
+            "heads": n_heads,
+        },
     )
 
     s = report.section("Organized and original attention maps")
+    tied, untied = (org, tests["other"]) if tests["tied"] else (tests["other"], org)
     s.text(
         "Each head's attention (rows: queries, columns: keys, colour: attention weight) of "
         "sample 0, first in token order, then with queries and keys in the leaf orders of the "
-        "trees the 3-D questionnaire learned from all heads at once. Shown: the sparsest, a "
-        "middle and the least sparse head by the entropy ranking."
+        "trees the 3-D questionnaire learned from all heads at once: untied (a tree and an "
+        "order for the queries and another for the keys, the paper's), and tied (one tree "
+        "and one order for both, tie_axes=(0, 1): a token's features are its query and its "
+        "key slice). Tied, every head is the same relation under one relabelling of the "
+        "tokens: the diagonal stays the diagonal and a symmetric head stays symmetric, and a "
+        "previous-token line stays a line wherever the shared order keeps consecutive "
+        "tokens consecutive; untied, the two orders differ and such lines scatter. "
+        f"The entropy figures, the ranking and the pruning use the {used} trees. Shown: the "
+        "sparsest, a middle and the least sparse head by the entropy ranking."
     )
     s.text("Sample 0: " + str(setup["samples"][0]))
     panels = [
         {
             "title": names[h],
             "X": X[:, :, h],
-            "row_order": org.orders_[0],
-            "col_order": org.orders_[1],
+            "row_order": untied.orders_[0],
+            "col_order": untied.orders_[1],
+            "label": "organized, untied" + ("" if tests["tied"] else " (used)"),
+            "more": [
+                (
+                    "organized, tied" + (" (used)" if tests["tied"] else ""),
+                    tied.orders_[0],
+                    tied.orders_[1],
+                )
+            ],
             "row_labels": tokens,
             "col_labels": tokens,
             "value": "attention weight",
@@ -313,7 +379,8 @@ def _build(
             panels,
             xlabel=klabel,
             ylabel=qlabel,
-            caption="Attention maps in token order (left) and organized (right), sample 0.",
+            caption="Attention maps of sample 0 in token order (left), organized with separate "
+            "query and key trees (middle) and with queries and keys tied (right).",
         )
     )
 
@@ -597,6 +664,9 @@ def _build(
                         f"sensitivity_{parameter}",
                         rows,
                         caption=f"Sweep of {parameter}",
+                        # the parameter is the caption's; each part of a split table
+                        # repeats the value
+                        html_columns=[c for c in rows[0] if c != "parameter"],
                     )
                 )
     return report

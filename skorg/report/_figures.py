@@ -106,28 +106,62 @@ def _category_colorbar(fig, ax, cmap, norm, categories, label, **options):
     return bar
 
 
-def _spread_labels(ax, points, labels, fontsize=7):
-    """Annotate points, moving a label that would sit on an earlier one and dropping it when
-    no nearby spot is free (in axes fractions, so it does not depend on the data's units)."""
+def _spread_labels(ax, points, labels, fontsize=7, marker_radius=3.5):
+    """Annotate points so that no label covers a marker or an earlier label.
+
+    Every candidate spot (beside the point, then further out with a leader line) is tried in
+    turn; a label is placed at the first whose box is clear of every marker (of radius
+    ``marker_radius`` points) and of every label already placed, and is left out when none
+    is. Positions are in points of the laid-out axes, so they do not depend on the data's
+    units.
+    """
     (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-    placed = []
-    width, height = 0.075, 0.035  # a short label at this size, in axes fractions
-    offsets = [(3, 3), (3, -9), (-30, 3), (-30, -9), (3, 12), (3, -18)]
-    for (u, v), text in zip(points, labels, strict=True):
+    fig = ax.get_figure()
+    fig.draw_without_rendering()  # the layout, hence the axes' size
+    extent = ax.get_window_extent()
+    ax_w, ax_h = extent.width * 72.0 / fig.dpi, extent.height * 72.0 / fig.dpi  # in points
+    pts = np.column_stack(
+        [(np.asarray(points)[:, 0] - x0) / (x1 - x0 or 1.0) * ax_w,
+         (np.asarray(points)[:, 1] - y0) / (y1 - y0 or 1.0) * ax_h]
+    )  # fmt: skip
+    height = 1.25 * fontsize
+    gap = marker_radius + 2.0
+    # (dx, dy) of the text's anchor from its point, and which side of the anchor it lies on
+    spots = [
+        (gap, 1.0, "left"), (-gap, 1.0, "right"), (gap, -height - 1.0, "left"),
+        (-gap, -height - 1.0, "right"), (gap + 4, height + 4, "left"),
+        (-gap - 4, height + 4, "right"), (gap + 4, -2 * height - 4, "left"),
+        (-gap - 4, -2 * height - 4, "right"), (gap + 14, 2 * height + 6, "left"),
+        (-gap - 14, -3 * height - 6, "right"),
+    ]  # fmt: skip
+    placed = []  # boxes (left, bottom, right, top) in points
+    r = marker_radius
+    for (u, v), text in zip(pts, labels, strict=True):
         if not text:
             continue
-        fu, fv = (u - x0) / (x1 - x0 or 1.0), (v - y0) / (y1 - y0 or 1.0)
-        for dx, dy in offsets:
-            # points to axes fractions at about 5 inches by 4 of axes
-            cu, cv = fu + dx / 360.0, fv + dy / 290.0
-            if all(abs(cu - pu) > width or abs(cv - pv) > height for pu, pv in placed):
-                placed.append((cu, cv))
-                ax.annotate(
-                    str(text), (u, v), fontsize=fontsize, xytext=(dx, dy),
-                    textcoords="offset points",
-                    arrowprops=None if (dx, dy) == (3, 3) else {"arrowstyle": "-", "lw": 0.4},
-                )  # fmt: skip
-                break
+        width = 0.62 * fontsize * len(str(text))
+        for dx, dy, side in spots:
+            left = u + dx - (width if side == "right" else 0.0)
+            box = (left, v + dy, left + width, v + dy + height)
+            if box[0] < 0 or box[2] > ax_w or box[1] < 0 or box[3] > ax_h:
+                continue
+            on_marker = np.any(
+                (pts[:, 0] > box[0] - r) & (pts[:, 0] < box[2] + r)
+                & (pts[:, 1] > box[1] - r) & (pts[:, 1] < box[3] + r)
+            )  # fmt: skip
+            on_label = any(
+                box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed
+            )
+            if on_marker or on_label:
+                continue
+            placed.append(box)
+            far = abs(dy) > height + 2
+            ax.annotate(
+                str(text), (x0 + u / ax_w * (x1 - x0), y0 + v / ax_h * (y1 - y0)),
+                fontsize=fontsize, xytext=(dx, dy), textcoords="offset points", ha=side,
+                va="bottom", arrowprops={"arrowstyle": "-", "lw": 0.4} if far else None,
+            )  # fmt: skip
+            break
 
 
 def _ticks(ax, axis, labels, order):
@@ -147,25 +181,30 @@ def heatmap_pairs(panels, *, caption, xlabel="column", ylabel="row", cmap="virid
     ----------
     panels : list of dict
         Keys ``title``, ``X`` (2-D array), ``row_order``, ``col_order`` and optionally
-        ``row_labels``, ``col_labels`` (tick labels, shown when there are few).
+        ``row_labels``, ``col_labels`` (tick labels, shown when there are few),
+        ``label`` (of the organized view, default "organized") and ``more``: further
+        organized views beside it, each ``(label, row_order, col_order)`` (for example the
+        tied and the untied organization of one head), on the same colour scale.
     """
     if not matplotlib_available():
         return _missing(caption)
     n = len(panels)
-    fig = _figure(10.5, 4.4 * n)
-    axes = np.atleast_2d(fig.subplots(n, 2, squeeze=False))
+    n_views = 2 + max(len(p.get("more", ())) for p in panels)
+    fig = _figure(5.25 * n_views, 4.4 * n)
+    axes = np.atleast_2d(fig.subplots(n, n_views, squeeze=False))
     for row, panel in enumerate(panels):
         X = np.asarray(panel["X"], dtype=float)
         r_id, c_id = np.arange(X.shape[0]), np.arange(X.shape[1])
         views = [
             ("original order", X, r_id, c_id),
             (
-                "organized",
+                panel.get("label", "organized"),
                 X[np.ix_(panel["row_order"], panel["col_order"])],
                 panel["row_order"],
                 panel["col_order"],
             ),
         ]
+        views += [(label, X[np.ix_(ro, co)], ro, co) for label, ro, co in panel.get("more", ())]
         # percentiles, not the extremes: one outlier must not squeeze every other value
         vmin, vmax, extend = robust_limits(X)
         for col, (label, M, ro, co) in enumerate(views):

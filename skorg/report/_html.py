@@ -12,6 +12,7 @@ import html
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,13 +62,75 @@ def _cell(value, digits):
     return html.escape(str(value))
 
 
+def _is_p_value(column):
+    return "p_value" in str(column)
+
+
+def _p_cell(value):
+    """A p-value, compactly: two significant digits (``0.012``, ``0.0022``, ``5.0e-04``),
+    three decimals from 0.1 on."""
+    value = _plain(value)
+    if not isinstance(value, float) or value == 0 or not math.isfinite(value):
+        return _cell(value, 3)
+    if value >= 0.1:
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+    if value >= 1e-3:
+        digits = 1 - math.floor(math.log10(value))  # two significant digits
+        return f"{value:.{digits}f}"
+    return f"{value:.1e}"
+
+
+# "p = 0.012", "p < 0.001", "p = 5.0e-04" in running text (after escaping): kept on one line
+_P_IN_TEXT = re.compile(r"\bp (?:=|&lt;|&gt;|<=|>=) ?[0-9][0-9.]*(?:e[-+]?[0-9]+)?")
+
+
+def _text(paragraph):
+    """Escaped text with every p-value in a span that does not break across lines."""
+    escaped = html.escape(paragraph)
+    return _P_IN_TEXT.sub(lambda m: f'<span class="p">{m.group(0)}</span>', escaped)
+
+
+def _header(column):
+    """A column name that may wrap after its underscores when long (short ones stay whole)."""
+    text = html.escape(column)
+    return text if len(column) <= _WHOLE_HEADER else text.replace("_", "_<wbr>")
+
+
+# headers up to this many characters never wrap
+_WHOLE_HEADER = 12
+
+
+# Width of the table columns in one HTML table, in em of the table's font: a table whose
+# columns need more (numbers never wrap, headers wrap at underscores, text at spaces) is
+# shown as several tables of at most this width, each repeating the key columns, so that it
+# fits a page of about 950 pixels (the body is at most 1100 wide) without scrolling.
+_TABLE_EM = 62.0
+
+
+def _min_width_em(header, texts, numeric):
+    """The narrowest a column can be, in em: its widest number (which never wraps), longest
+    word, or longest header piece between underscores, plus the cell padding."""
+    header = str(header)
+    pieces = [len(p) + 1 for p in header.split("_")] if len(header) > _WHOLE_HEADER else [0]
+    width = 0.62 * max(len(header) if len(header) <= _WHOLE_HEADER else 0, *pieces)
+    for text in texts:  # character widths of the report's sans-serif font, bold for headers
+        plain = html.unescape(text)
+        if numeric:
+            width = max(width, 0.6 * len(plain))
+        else:
+            width = max(width, 0.56 * max((len(w) for w in plain.split()), default=0))
+    return width + 1.3
+
+
 @dataclass
 class Table:
     """Rows of numbers: a list of dicts sharing the keys ``columns``.
 
     ``name`` is the file stem of its CSV; ``headers`` optionally maps columns to display names;
     ``max_rows`` and ``html_columns`` limit the rows and columns shown in HTML (the CSV and
-    JSON keep all of them).
+    JSON keep all of them). In HTML a table too wide for the page is split into several
+    that each repeat ``key_columns`` (default: the first column); p-value columns (names
+    holding ``p_value``) are written compactly and, like every number, never wrap.
     """
 
     name: str
@@ -78,6 +141,7 @@ class Table:
     digits: int = 3
     max_rows: int | None = None
     html_columns: list | None = None
+    key_columns: list | None = None
 
     def __post_init__(self):
         if self.columns is None:
@@ -93,27 +157,67 @@ class Table:
             for record in self.records():
                 writer.writerow({k: "" if v is None else v for k, v in record.items()})
 
+    def _cells(self, row, column):
+        v = row.get(column)
+        text = _p_cell(v) if _is_p_value(column) else _cell(v, self.digits)
+        return text, isinstance(_plain(v), (int, float))
+
+    def _column_groups(self, columns, shown):
+        """The columns of each HTML table: the key columns, then as many others as fit."""
+        width = {}
+        for c in columns:
+            cells = [self._cells(row, c) for row in shown]
+            numeric = bool(cells) and all(is_num for _, is_num in cells)
+            header = self.headers.get(c, c)
+            width[c] = _min_width_em(header, [text for text, _ in cells], numeric)
+        keys = [c for c in (self.key_columns or columns[:1]) if c in columns]
+        rest = [c for c in columns if c not in keys]
+        base = sum(width[c] for c in keys)
+
+        def pack(limit):
+            groups, current, used = [], [], base
+            for c in rest:
+                if current and used + width[c] > limit:
+                    groups.append(current)
+                    current, used = [], base
+                current.append(c)
+                used += width[c]
+            return [*groups, current]
+
+        groups = pack(_TABLE_EM)
+        if len(groups) > 1:  # as many parts, of about equal width (no one-column remnant)
+            even = pack(min(_TABLE_EM, base + 1.1 * sum(width[c] for c in rest) / len(groups)))
+            groups = even if len(even) == len(groups) else groups
+        return [keys + group for group in groups]
+
     def to_html(self):
         columns = self.columns if self.html_columns is None else self.html_columns
-        head = "".join(f"<th>{html.escape(self.headers.get(c, c))}</th>" for c in columns)
-        body = []
         shown = self.rows if self.max_rows is None else self.rows[: self.max_rows]
-        for row in shown:
-            cells = []
-            for c in columns:
-                v = row.get(c)
-                cls = ' class="num"' if isinstance(_plain(v), (int, float)) else ""
-                cells.append(f"<td{cls}>{_cell(v, self.digits)}</td>")
-            body.append("<tr>" + "".join(cells) + "</tr>")
-        caption = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
+        groups = self._column_groups(columns, shown)
+        tables = []
+        for part, group in enumerate(groups):
+            head = "".join(f"<th>{_header(self.headers.get(c, c))}</th>" for c in group)
+            body = []
+            for row in shown:
+                cells = []
+                for c in group:
+                    text, numeric = self._cells(row, c)
+                    cls = ' class="num"' if numeric else ""
+                    cells.append(f"<td{cls}>{text}</td>")
+                body.append("<tr>" + "".join(cells) + "</tr>")
+            title = self.caption
+            if part and title:
+                title += f" (continued, {part + 1} of {len(groups)})"
+            caption = f"<caption>{html.escape(title)}</caption>" if title else ""
+            tables.append(
+                f"<table>{caption}<thead><tr>{head}</tr></thead>"
+                f"<tbody>{''.join(body)}</tbody></table>"
+            )
         more = ""
         if len(shown) < len(self.rows):
             more = f"first {len(shown)} of {len(self.rows)} rows; all of them in "
         link = f'<p class="file">{more}<code>{html.escape(self.name)}.csv</code></p>'
-        return (
-            f'<div class="table-wrap"><table>{caption}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>{link}</div>"
-        )
+        return f'<div class="table-wrap">{"".join(tables)}{link}</div>'
 
 
 @dataclass
@@ -166,7 +270,7 @@ class Section:
         parts = [f'<section id="{anchor}"><h2>{html.escape(self.title)}</h2>']
         for kind, item in self.items:
             if kind == "text":
-                parts.append(f"<p>{html.escape(item)}</p>")
+                parts.append(f"<p>{_text(item)}</p>")
             else:
                 parts.append(item.to_html())
         parts.append("</section>")
@@ -182,10 +286,13 @@ figure img{max-width:100%;height:auto;border:1px solid #e3e3e3}
 figcaption{color:#444;font-size:.92em;margin-top:.3em}
 .banner{color:#8a1c1c;font-weight:600}
 figure.missing{border:1px dashed #b55;padding:.6em 1em;background:#fff6f6}
-.table-wrap{overflow-x:auto;margin:1em 0}table{border-collapse:collapse;font-size:.9em}
+.table-wrap{overflow-x:auto;margin:1em 0;max-width:100%}
+table{border-collapse:collapse;font-size:.85em;margin-bottom:.6em}
 caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
-th,td{border:1px solid #d0d4d9;padding:.25em .6em;text-align:left}th{background:#eef1f4}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+th,td{border:1px solid #d0d4d9;padding:.25em .6em;text-align:left}
+th{background:#eef1f4;vertical-align:bottom;overflow-wrap:normal}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.p{white-space:nowrap}
 tbody tr:nth-child(even){background:#f8f9fa}
 .file{font-size:.8em;color:#666;margin:.2em 0}.summary{background:#f3f7fb;border-left:4px solid
 #3b78b5;padding:.6em 1em}.summary li{margin:.2em 0}
@@ -230,7 +337,7 @@ class Report:
             f'<li><a href="#s{i}">{html.escape(s.title)}</a></li>'
             for i, s in enumerate(self.sections)
         )
-        summary = "".join(f"<li>{html.escape(line)}</li>" for line in self.summary)
+        summary = "".join(f"<li>{_text(line)}</li>" for line in self.summary)
         meta = " &middot; ".join(
             f"{html.escape(str(k))}: {html.escape(str(v))}" for k, v in self.meta.items()
         )

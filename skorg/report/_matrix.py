@@ -134,6 +134,23 @@ def _slices(X):
     return [(f"slice {k} of the trailing axes", flat[:, :, k], k) for k in picks]
 
 
+def _check_tie(tie_axes, shape):
+    """The tied pair, or a one-line error naming the flag (before any fitting)."""
+    if tie_axes is None:
+        return None
+    a, b = (int(v) for v in tie_axes)
+    if not (0 <= a < len(shape) and 0 <= b < len(shape)) or a == b:
+        raise InputError(
+            f"--tie-axes {a},{b}: the data has axes 0 to {len(shape) - 1}; give two of them"
+        )
+    if shape[a] != shape[b]:
+        raise InputError(
+            f"--tie-axes {a},{b} needs two axes of equal length (they index the same "
+            f"objects), got {shape[a]} and {shape[b]}"
+        )
+    return (a, b) if a < b else (b, a)
+
+
 def organize_report(
     X,
     *,
@@ -147,6 +164,7 @@ def organize_report(
     random_state=0,
     names=None,
     read_as=None,
+    tie_axes=None,
 ):
     """Organize ``X`` and describe the result.
 
@@ -176,6 +194,10 @@ def organize_report(
         How a text table was read (:meth:`skorg.io.LabelledArray.describe_layout`: the
         separator, decimal mark, header line and index column, and why); a line of the
         summary and ``meta["read as"]`` of ``results.json``.
+    tie_axes : pair of int, optional
+        One tree and one order for these two axes (see
+        :class:`~skorg.QuestionnaireOrganizer`); every number of the report is on the tied
+        trees, and the heatmaps show the untied organization beside them.
 
     Returns
     -------
@@ -194,9 +216,13 @@ def organize_report(
     if compress is not None and not 0.0 < compress <= 1.0:
         raise InputError(f"--compress must be a fraction in (0, 1], got {compress}")
     start = time.perf_counter()
+    tie = _check_tie(tie_axes, X.shape)
     step(f"organizing a {' x '.join(map(str, X.shape))} array")
-    org = QuestionnaireOrganizer(preset=preset, n_iter=n_iter).fit(X)
+    org = QuestionnaireOrganizer(preset=preset, n_iter=n_iter, tie_axes=tie).fit(X)
     organized = org.organize(X)
+    untied = None
+    if tie is not None:  # shown beside the tied organization
+        untied = QuestionnaireOrganizer(preset=preset, n_iter=n_iter).fit(X)
     seconds = time.perf_counter() - start
 
     step("Haar sparsity and compression")
@@ -263,7 +289,14 @@ def organize_report(
         summary=[
             *degenerate,
             f"{name}: shape {X.shape}, organized in {seconds:.1f} s "
-            f"(preset {org.preset or 'default'}).",
+            f"(preset {org.preset or 'default'})"
+            + (
+                "."
+                if tie is None
+                else f"; axes {tie[0]} and {tie[1]} tied (one tree and one order for both): "
+                "every number below is on the tied trees, the heatmaps show the untied "
+                "organization beside them."
+            ),
             *([f"Read as: {read_as}."] if read_as else []),
             "Normalized l1 entropy of all Haar coefficients (lower is sparser, i.e. smoother "
             "on the trees): "
@@ -289,6 +322,9 @@ def organize_report(
         "Rows and columns in the order given and in the leaf orders of the learned trees. "
         "Smooth structure hidden by a shuffled order shows up on the organized side."
     )
+    more = []
+    if untied is not None:
+        more = [("organized, untied", untied.orders_[0], untied.orders_[1])]
     panels = [
         {
             "title": label,
@@ -298,6 +334,8 @@ def organize_report(
             "row_labels": names[0],
             "col_labels": names[1],
             "value": "value",
+            "label": "organized" if tie is None else f"organized, axes {tie[0]},{tie[1]} tied",
+            "more": more,
         }
         for label, M, _ in _slices(X)
     ]
@@ -306,7 +344,10 @@ def organize_report(
             panels,
             xlabel="axis 1 (columns)",
             ylabel="axis 0 (rows)",
-            caption="Given order (left) and organized (right).",
+            caption="Given order (left) and organized (right)."
+            if tie is None
+            else "Given order (left), organized with the tied axes (middle: the trees behind "
+            "every number of this report) and without (right).",
         )
     )
     named = any(labels is not None for labels in names)

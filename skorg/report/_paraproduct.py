@@ -9,6 +9,7 @@ from ._html import Report, Table
 
 __all__ = [
     "PARAPRODUCT_COLUMNS",
+    "VARIANT_LABELS",
     "VERDICT_TOLERANCE",
     "organized_logit_rows",
     "paraproduct_report",
@@ -26,15 +27,32 @@ PARAPRODUCT_COLUMNS = [
     "jacobian_max",
     "log10_exp_Pf_max",
 ]
+#: The one human label of each variant key (the ``variant`` of every table, CSV and JSON);
+#: figures, legends and sentences write ``key (label)`` through :func:`variant_name`.
+VARIANT_LABELS = {
+    "exact": "exact telescoping",
+    "softmax": "true derivatives",
+    "softmax_exp": "paper, A' = A'' = exp",
+    "softmax_collapsed": "Eq. 18, A' = A'' = 1",
+}
+
+
+def variant_name(key):
+    """A variant as every figure and sentence of the reports names it: ``key (label)``."""
+    label = VARIANT_LABELS.get(key)
+    return key if label is None else f"{key} ({label})"
+
+
 #: Relative error of softmax(f) up to which an expansion counts as holding.
 VERDICT_TOLERANCE = 0.1
 _HOW_TO_READ = (
     "rel_error is ||softmax(f) - approximation|| / ||softmax(f)||, the approximation being the "
     "part left outside the expanded scales plus the variant's expansion; rel_error_terms "
-    "compares the expansion alone. Variants: exact (the telescoping identity, must be "
-    "round-off), softmax (paraproduct with the true Jacobian and second derivative), "
-    "softmax_exp (the paper's A' = A'' = exp with the row normalizer held constant), "
-    "softmax_collapsed (the paper's Eq. 18, A' = A'' = 1: 'softmax invariance'). "
+    "compares the expansion alone. Variants: "
+    f"{variant_name('exact')}: the telescoping identity, must be round-off; "
+    f"{variant_name('softmax')}: the paraproduct with the true Jacobian and second "
+    f"derivative; {variant_name('softmax_exp')}: the row normalizer held constant; "
+    f"{variant_name('softmax_collapsed')}: 'softmax invariance'. "
     "jacobian_max is the largest softmax Jacobian entry at the block averages (at most 1/4); "
     "log10_exp_Pf_max the size of exp(P f), the factor Eq. 18 sets to 1."
 )
@@ -99,8 +117,9 @@ def paraproduct_section(report, rows, columns=PARAPRODUCT_COLUMNS, *, real_heads
     if real_heads:
         what += " and the logits of real heads, on their organized trees and in token order"
     s.text(
-        f"Cases: {what}. The verdict reads 'Eq. 18 holds' when the collapsed expansion "
-        f"(A' = A'' = 1) reproduces softmax(f) within a relative error of {VERDICT_TOLERANCE}."
+        f"Cases: {what}. The verdict reads 'Eq. 18 holds' when "
+        f"{variant_name('softmax_collapsed')} reproduces softmax(f) within a relative error "
+        f"of {VERDICT_TOLERANCE}."
     )
     s.text(_HOW_TO_READ)
     verdicts = verdict_rows(rows)
@@ -118,7 +137,7 @@ def paraproduct_section(report, rows, columns=PARAPRODUCT_COLUMNS, *, real_heads
     if corner:
         Ms = sorted({float(r["case"].rsplit("=", 1)[1]) for r in corner})
         series = {
-            v: [r["rel_error"] for r in corner if r["variant"] == v]
+            variant_name(v): [r["rel_error"] for r in corner if r["variant"] == v]
             for v in ("softmax", "softmax_exp", "softmax_collapsed")
         }
         s.figure(
@@ -164,7 +183,7 @@ def paraproduct_report(extra_rows=(), *, Ms=(1, 10, 100, 1000), synthetic=True, 
     verdicts = paraproduct_section(report, rows, real_heads=bool(extra_rows))
     fails = [v["case"] for v in verdicts if v["verdict"] == "Eq. 18 fails"]
     report.summary = [
-        f"{len(verdicts)} cases; the collapsed expansion of Eq. 18 fails (relative error > "
+        f"{len(verdicts)} cases; {variant_name('softmax_collapsed')} fails (relative error > "
         f"{VERDICT_TOLERANCE}) in {len(fails)} of them.",
     ]
     if label:

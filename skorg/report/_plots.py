@@ -151,7 +151,10 @@ def plot_paraproduct_reconstructions(f, *, row_tree=None, column_tree=None, titl
     Returns
     -------
     fig : matplotlib.figure.Figure
-        Five image axes (softmax and the four reconstructions) with one colour scale.
+        Five image axes (softmax and the four reconstructions, titled with the variant keys
+        of the tables): one colour scale for those within 5% of softmax's range, and an own
+        colour bar for each reconstruction beyond it (linear, or symmetric log past 100
+        times softmax's range), so that no panel saturates.
 
     Examples
     --------
@@ -164,30 +167,63 @@ def plot_paraproduct_reconstructions(f, *, row_tree=None, column_tree=None, titl
     """
     from skorg.transforms import paraproduct_decomposition
 
+    from ._paraproduct import VARIANT_LABELS
+
     f = np.asarray(f, dtype=np.float64)
     kw = {"row_tree": row_tree, "column_tree": column_tree, "keep_terms": False}
     true = paraproduct_decomposition(f, "softmax", **kw)
     target = true.values
-    panels = [("softmax(f)", target), ("exact telescoping", true.reconstruct())]
-    panels.append(("true derivatives", true.approximation))
-    for name, label in (("softmax_exp", "paper (A' = A'' = exp)"),
-                        ("softmax_collapsed", "Eq. 18 (A' = A'' = 1)")):  # fmt: skip
-        panels.append((label, paraproduct_decomposition(f, name, **kw).approximation))
+
+    def named(key):  # the reports' one name of each variant, on two lines
+        return f"{key}\n{VARIANT_LABELS[key]}"
+
+    panels = [("softmax(f)", target), (named("exact"), true.reconstruct())]
+    panels.append((named("softmax"), true.approximation))
+    for name in ("softmax_exp", "softmax_collapsed"):
+        panels.append((named(name), paraproduct_decomposition(f, name, **kw).approximation))
     norm = np.linalg.norm(target)
     fig = _new_figure(15.0, 3.4)
     axes = fig.subplots(1, 5)
-    vmin, vmax = float(target.min()), float(target.max())
-    image = None
-    for ax, (label, M) in zip(axes, panels):
-        image = ax.imshow(M, cmap="viridis", vmin=vmin, vmax=vmax, interpolation="nearest")
+    # one colour scale for softmax and the reconstructions within 5% of its range, covering
+    # all of them; a reconstruction beyond that (Eq. 18's, typically) gets its own scale, so
+    # that no panel saturates (a symmetric log scale when it spans over 100 times softmax's)
+    lo, hi = float(target.min()), float(target.max())
+    span = hi - lo if hi > lo else 1.0
+    near = [
+        not (float(M.min()) < lo - 0.05 * span or float(M.max()) > hi + 0.05 * span)
+        for _, M in panels
+    ]
+    vmin = min(float(M.min()) for (_, M), ok in zip(panels, near) if ok)
+    vmax = max(float(M.max()) for (_, M), ok in zip(panels, near) if ok)
+    shared = []
+    for ax, (label, M), ok in zip(axes, panels, near):
+        if ok:
+            image = ax.imshow(M, cmap="viridis", vmin=vmin, vmax=vmax, interpolation="nearest")
+            shared.append(ax)
+        else:
+            image = ax.imshow(M, cmap="viridis", norm=_own_norm(M, span), interpolation="nearest")
+            fig.colorbar(image, ax=ax, shrink=0.8, label="own scale")
         err = np.linalg.norm(M - target) / norm if norm > 0 else 0.0
         ax.set_title(label if M is target else f"{label}\nrel. error {err:.2g}", fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.colorbar(image, ax=list(axes), shrink=0.8, label="attention weight")
+    fig.colorbar(axes[0].images[0], ax=shared, shrink=0.8, label="attention weight")
     if title:
         fig.suptitle(title, fontsize=10)
     return fig
+
+
+def _own_norm(M, reference_span):
+    """Colour limits at the panel's own extremes (nothing saturates); symmetric log when its
+    range is over 100 times the reference's, linear within that reference range of 0."""
+    from matplotlib.colors import Normalize, SymLogNorm
+
+    lo, hi = float(M.min()), float(M.max())
+    if hi <= lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    if hi - lo > 100 * reference_span:
+        return SymLogNorm(linthresh=reference_span, vmin=lo, vmax=hi, base=10)
+    return Normalize(vmin=lo, vmax=hi)
 
 
 def plot_scale_coefficients(f, *, row_tree=None, column_tree=None, title=""):

@@ -220,14 +220,16 @@ def head_entropy_rows(names, organized, token_order, random_trees=None, *, rando
 
 def survey_sentence(survey):
     """One line on the Eq. 18 survey: the collapsed form's error over every head."""
+    from ._paraproduct import variant_name
+
     row = {r["variant"]: r for r in survey["summary"]}
     c, t = row["softmax_collapsed"], row["softmax"]
     return (
-        f"Eq. 18 over all {survey['n_heads']} heads of sample 0 (organized trees): the "
-        f"collapsed form (A' = A'' = 1) has median relative error {c['median']:.3g} "
+        f"Eq. 18 over all {survey['n_heads']} heads of sample 0 (organized trees): "
+        f"{variant_name('softmax_collapsed')} has median relative error {c['median']:.3g} "
         f"(quartiles {c['q1']:.3g} to {c['q3']:.3g}) and is within "
         f"{survey['tolerance']:.0%} of softmax on {c['share_within']:.0%} of the heads "
-        f"(95% CI {c['share_low']:.0%} to {c['share_high']:.0%}); the true-derivative "
-        f"expansion's median is {t['median']:.3g}. The true A' and A'' reach only "
+        f"(95% CI {c['share_low']:.0%} to {c['share_high']:.0%}); "
+        f"{variant_name('softmax')} has median {t['median']:.3g}. The true A' and A'' reach only "
         f"{c['a1_median']:.3f} and {c['a2_median']:.3f} (medians over heads)."
     )

@@ -51,3 +51,33 @@ def test_sweep_rows_equal_the_direct_computations():
         sensitivity_sweep(maps, trees[:2])
     with pytest.raises(ValueError, match="fraction"):
         sensitivity_sweep(maps, trees, ks=(8,), default_k=8, fractions=(0.9,))
+
+
+def test_default_rows_report_the_given_stability_test_and_scores():
+    # one test, one p-value: at the default settings the sweep reports the stability test it
+    # is given (the report's, with its 2000 null draws), and otherwise runs that same test
+    rng = np.random.default_rng(1)
+    p = rng.dirichlet(np.ones(8), size=(5, 3, 4, 8))
+    maps = AttentionMaps.from_array(p)
+    trees = [(dyadic_tree(8), dyadic_tree(rng.permutation(8)))] * 5
+    it = iter(trees)
+    scores = head_sparsity(maps, organize=lambda X: next(it), selection="support", k=16)
+    given = ranking_stability(scores, fraction=0.1, n_resamples=2000)
+    rows = sensitivity_sweep(
+        maps, trees, ks=(16,), default_k=16, fractions=(0.1, 0.25), default_scores=scores,
+        stability=given, n_resamples=2000,
+    )  # fmt: skip
+    by = {(r["parameter"], r["value"]): r for r in rows}
+    for key in (("fraction", 0.1), ("n_batches", 5)):
+        for end in ("top", "bottom"):
+            assert by[key][f"{end}_p_value"] == given[f"{end}_null"]["overlap_p_value"]
+            assert by[key][f"{end}_overlap"] == given[f"{end}_overlap"]
+    # without it, the same numbers from the same test and draws
+    again = sensitivity_sweep(
+        maps, trees, ks=(16,), default_k=16, fractions=(0.1, 0.25), n_resamples=2000
+    )
+    assert again == rows
+    other = ranking_stability(scores, fraction=0.25, n_resamples=2000)
+    assert by["fraction", 0.25]["bottom_p_value"] == other["bottom_null"]["overlap_p_value"]
+    with pytest.raises(ValueError, match="default_scores must have shape"):
+        sensitivity_sweep(maps, trees, ks=(16,), default_k=16, default_scores=scores[:2])

@@ -61,6 +61,7 @@ def test_category_colors_one_entry_per_value_present():
 
 def test_spread_labels_never_overlap():
     from matplotlib.figure import Figure
+    from matplotlib.text import Text
 
     fig = Figure(figsize=(7.0, 5.2))
     ax = fig.subplots()
@@ -72,8 +73,11 @@ def test_spread_labels_never_overlap():
     figs._spread_labels(ax, points, [f"L{i}H{i}" for i in range(20)])
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    renderer = FigureCanvasAgg(fig).get_renderer()
-    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # places the annotations' texts
+    renderer = canvas.get_renderer()
+    # the text's own box (an annotation's extent would add its leader line)
+    boxes = [Text.get_window_extent(t, renderer) for t in ax.texts]
     assert 8 <= len(boxes) <= 20  # the crowded cluster keeps a few labels, not all twelve
     for i, a in enumerate(boxes):
         for b in boxes[i + 1 :]:
@@ -96,3 +100,32 @@ def test_head_tree_labels_are_written_sideways_when_many():
     small = figs.tree_plot(flexible_tree(cosine_affinity(H[:12])), leaf_labels=names[:12],
                            caption="x")  # fmt: skip
     assert _png_size(small)[0] > _png_size(small)[1]  # few leaves: the usual top-down tree
+
+
+def test_spread_labels_never_cover_a_marker():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    fig = Figure(figsize=(7.0, 5.2))
+    ax = fig.subplots()
+    rng = np.random.default_rng(3)
+    points = np.concatenate([rng.normal(0, 0.05, size=(20, 2)), rng.uniform(-1, 2, (30, 2))])
+    ax.scatter(points[:, 0], points[:, 1], s=36)
+    ax.set_xlim(-1.2, 2.2)
+    ax.set_ylim(-1.2, 2.2)
+    labels = [f"L{i % 6}H{i}" if i % 2 == 0 else "" for i in range(50)]
+    figs._spread_labels(ax, points, labels)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # places the annotations' texts
+    renderer = canvas.get_renderer()
+    centres = ax.transData.transform(points)
+    radius = 3.0 * fig.dpi / 72.0  # s=36: a 6-point marker
+    assert len(ax.texts) >= 12
+    for text in ax.texts:
+        box = Text.get_window_extent(text, renderer)  # the text, without its leader line
+        inside = (
+            (centres[:, 0] > box.x0 - radius) & (centres[:, 0] < box.x1 + radius)
+            & (centres[:, 1] > box.y0 - radius) & (centres[:, 1] < box.y1 + radius)
+        )  # fmt: skip
+        assert not inside.any(), text.get_text()

@@ -93,3 +93,17 @@ def test_top_coefficients_are_the_sorted_trihaar_magnitudes():
     assert lines[1].get_ydata()[0] == pytest.approx(1.0)  # one coefficient holds all the norm
     with pytest.raises(ValueError, match="k must"):
         plot_top_coefficients({"x": (X, trees)}, k=0)
+
+
+def test_no_reconstruction_panel_saturates_its_colours():
+    f = np.random.default_rng(2).normal(size=(16, 16)) * 8  # Eq. 18 far outside [0, 1]
+    fig = plot_paraproduct_reconstructions(f)
+    titles = [ax.get_title().split("\n")[0] for ax in fig.axes[:5]]
+    assert titles == ["softmax(f)", "exact", "softmax", "softmax_exp", "softmax_collapsed"]
+    for ax in fig.axes[:5]:
+        image = ax.images[0]
+        data = np.asarray(image.get_array())
+        assert image.norm.vmin <= data.min() and data.max() <= image.norm.vmax, ax.get_title()
+    collapsed = fig.axes[4].images[0]
+    assert collapsed.norm is not fig.axes[0].images[0].norm  # its own scale, with a bar
+    assert len(fig.axes) > 6

@@ -187,3 +187,70 @@ def test_report_renders_in_a_headless_browser(tmp_path):
     # and the heatmaps add many dark pixels in the upper part of the page
     assert image.std() > 20
     assert (image[:1400] < 60).mean() > 0.05
+    # laid out at that width: no table wider than its room, no number over two lines
+    from ._chromium import measure
+
+    seen = measure(page, 1200, tmp_path)
+    assert seen["tables"] >= 3 and seen["wide"] == [] and seen["split"] == [], seen
+
+
+def _wide_report():
+    """A report with the attention report's widest tables, built by its own row functions."""
+    from skorg.attention import ranking_stability
+    from skorg.report._uncertainty import head_entropy_rows, stability_rows, stability_sentence
+
+    rng = np.random.default_rng(0)
+    scores = rng.random((6, 24)) + np.linspace(0, 2, 24)  # stable ranks: small p-values
+    names = [f"L{h // 12}H{h % 12}" for h in range(24)]
+    stability = ranking_stability(scores, n_resamples=2000)
+    organized = rng.random((6, 24))
+    heads = head_entropy_rows(names, organized, organized + 1.0, organized + rng.random((6, 24)))
+    variants = ("exact", "softmax", "softmax_exp", "softmax_collapsed")
+    columns = [f"{v}_{k}" for v in variants for k in ("share", "low", "high")]
+    tolerance = [
+        {"parameter": "tolerance", "value": t} | {c: rng.random() for c in columns}
+        for t in (0.01, 0.1, 0.5)
+    ]
+    report = Report("wide", summary=[stability_sentence(stability, 6) + " " * 3 + "x" * 40])
+    s = report.section("tables")
+    s.text("Paired test, p = 0.0123; again p < 0.001 and p = 5.0e-04. " * 8)
+    s.table(Table("ranking_stability", stability_rows(stability, 6), caption="stability"))
+    s.table(Table("head_entropy_tests", heads, caption="per head", max_rows=12))
+    s.table(Table("sensitivity_tolerance", tolerance, html_columns=list(tolerance[0])[1:]))
+    return report
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed")
+@pytest.mark.parametrize("width", [1000, 1400])
+def test_no_table_wider_than_the_page_and_no_p_value_split(tmp_path, width):
+    from ._chromium import measure
+
+    page = _wide_report().write(tmp_path / "report")
+    seen = measure(page, width, tmp_path)
+    assert seen["page"] >= width - 20  # the window's width, less a scroll bar
+    assert seen["wide"] == [], seen
+    assert seen["split"] == [], seen
+    assert seen["tables"] > 3  # the widest are split into parts
+    assert seen["p_values"] >= 2 * 2 + 12 * 2 + 3 * 2  # cells, and the sentences' p-values
+
+
+def test_wide_tables_split_into_parts_that_repeat_the_key_column():
+    table = _wide_report().tables()[1]
+    html = table.to_html()
+    assert html.count("<table>") >= 2
+    assert html.count("<th>head</th>") == html.count("<table>")
+    # every column is in some part, and only the key column in more than one
+    shown = [c for c in table.columns if f"<th>{c}</th>" in html.replace("<wbr>", "")]
+    assert shown == table.columns
+    assert "(continued, 2 of" in html
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0.5, "0.5"), (0.0123, "0.012"), (0.0022, "0.0022"), (4.998e-4, "5.0e-04"), (1.0, "1")],
+)
+def test_p_values_are_compact(value, text):
+    from skorg.report._html import _p_cell, _text
+
+    assert _p_cell(value) == text
+    assert _text(f"so (p = {text})") == f'so (<span class="p">p = {text}</span>)'
