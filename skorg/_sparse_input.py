@@ -9,17 +9,35 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_sparse_matrix", "is_sparse", "sparse_gram"]
+__all__ = ["canonical_sparse", "check_sparse_matrix", "is_sparse", "sparse_gram"]
 
 
 def is_sparse(X):
     return sp.issparse(X)
 
 
+def canonical_sparse(X, fmt="csr"):
+    """X in ``fmt`` with duplicate entries summed and indices sorted, on a copy when X needs it.
+
+    A CSR or CSC matrix may store an entry several times (``toarray`` sums them), which
+    row-norm code that squares the stored values (sklearn's ``row_norms``, ``X.multiply(X)``)
+    does not: canonical form makes every path see the matrix ``toarray`` gives. The caller's
+    matrix is never edited: SciPy's ``sum_duplicates`` sorts and sums in place, and a
+    conversion (``asformat``, ``astype(copy=False)``) may share the caller's index arrays,
+    so the work is done on a full copy.
+    """
+    Y = X.asformat(fmt)
+    if not Y.has_canonical_format:
+        Y = Y.copy()
+        Y.sum_duplicates()
+    return Y
+
+
 def check_sparse_matrix(X, name="X", *, min_rows=2, dtype=np.float64, fmt="csr"):
     """A finite, real, 2-D sparse matrix in ``fmt`` with ``dtype`` (None keeps float32/64).
 
-    Explicit zeros are kept (they are zeros); NaN and inf among the stored values are refused.
+    Explicit zeros are kept (they are zeros); duplicate entries are summed (on a copy, see
+    :func:`canonical_sparse`); NaN and inf among the values are refused.
     """
     if X.ndim != 2:
         raise ValueError(f"{name} must be a 2-D sparse matrix, got shape {X.shape}.")
@@ -29,7 +47,7 @@ def check_sparse_matrix(X, name="X", *, min_rows=2, dtype=np.float64, fmt="csr")
         raise TypeError(f"{name} must be a real sparse matrix, got dtype {X.dtype}.")
     if dtype is None:
         dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
-    X = X.asformat(fmt).astype(dtype, copy=False)
+    X = canonical_sparse(X.asformat(fmt).astype(dtype, copy=False), fmt)
     for axis, length in enumerate(X.shape):
         if length < min_rows:
             raise ValueError(

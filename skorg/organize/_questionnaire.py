@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from .._labels import axis_labels, data_of
 from .._scratch import reusing_scratch
-from .._sparse_input import check_sparse_matrix
+from .._sparse_input import canonical_sparse, check_sparse_matrix
 from .._validation import check_finite_array, pow2_scale
 from ..metrics import affinity_matrix
 from ..trees import build_tree, flexible_tree
@@ -258,7 +258,7 @@ def questionnaire(
     labels = axis_labels(X)
     X = data_of(X)
     if sp.issparse(X):
-        X = check_sparse_matrix(X, "X", min_rows=2) if check_input else X.tocsr()
+        X = check_sparse_matrix(X, "X", min_rows=2) if check_input else canonical_sparse(X)
     elif check_input:
         X = check_finite_array(X, "X", min_ndim=2, min_rows=2)
     ndim = X.ndim
