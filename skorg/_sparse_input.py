@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ._validation import pow2_scale
+
 __all__ = ["canonical_sparse", "check_sparse_matrix", "is_sparse", "sparse_gram"]
 
 
@@ -63,11 +65,17 @@ def check_sparse_matrix(X, name="X", *, min_rows=2, dtype=np.float64, fmt="csr")
 
 
 def sparse_gram(X):
-    """``(X @ X.T, squared row norms)`` of a CSR matrix, dense, after dividing X by its largest
-    absolute value (the same rescaling for both, so ratios of them do not depend on units)."""
-    top = float(np.max(np.abs(X.data))) if X.nnz else 0.0
-    if top > 0:
-        X = X * (1.0 / top)
+    """``(G, sq, s)``: ``G = (s X) @ (s X).T`` dense, ``sq`` the squared row norms of ``s X``,
+    and ``s`` the power of two that brings ``max |X|`` into [0.5, 1) (1.0 for an all-zero X).
+
+    The scaling is exact (barring the underflow of entries ``2**53`` times smaller than the
+    largest), so G and sq are those of X times ``s**2`` whatever the units of X, subnormal
+    entries or entries near the float maximum included, and their squares neither overflow
+    nor underflow; ``1 / max |X|`` would overflow for entries below about 5.6e-309.
+    """
+    s = pow2_scale(X.data, always=True) if X.nnz else 1.0
+    if s != 1.0:
+        X = X * s
     sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
     G = (X @ X.T).toarray()
-    return G, sq, top
+    return G, sq, s
