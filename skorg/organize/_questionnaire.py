@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from .._labels import axis_labels, data_of
 from .._scratch import reusing_scratch
 from .._sparse_input import canonical_sparse, check_sparse_matrix
-from .._validation import check_finite_array, pow2_scale
+from .._validation import check_finite_array, pow2_scale, unscale
 from ..metrics import affinity_matrix
 from ..trees import build_tree, flexible_tree
 from ._ordering import leaf_order
@@ -488,8 +488,10 @@ def questionnaire(
             leaf_order(t, None if sp_axis else d, p["ordering"])
             for t, d, sp_axis in zip(trees, distances, sparse)
         ]
-    with np.errstate(over="ignore"):  # EMD values beyond the float64 range: inf, as exact
-        distances = [None if d is None else d / scale for d in distances]  # X's units, exact
+    # X's units, exact (or a clear error where they pass the float range: the trees are
+    # those of X, but distances_ could only hold infinities)
+    what = "The questionnaire's tree-EMD distances (distances_)"
+    distances = [None if d is None else unscale(d, scale, Xe, what=what) for d in distances]
     names = [
         None if axis_names is None else axis_names[order]
         for axis_names, order in zip(labels or [None] * ndim, orders)
