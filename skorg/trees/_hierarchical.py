@@ -9,7 +9,7 @@ that the questionnaire can swap them (``tree_method``, :func:`build_tree` in
 
 from __future__ import annotations
 
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -67,6 +67,17 @@ def _geometry(distances, affinity):
     if sp.issparse(affinity):
         return None, check_sparse_affinity(affinity)
     return None, check_affinity(affinity)
+
+
+def _check_n_components(n_components):
+    """The number of diffusion coordinates of Ward on an affinity or distances: at least one
+    (with none every point sits at the origin, and Ward's merges degenerate to a chain)."""
+    if isinstance(n_components, bool) or not isinstance(n_components, Integral) or n_components < 1:
+        raise ValueError(
+            f"n_components must be a positive integer (the diffusion coordinates Ward links), "
+            f"got {n_components!r}."
+        )
+    return int(n_components)
 
 
 # ---------------------------------------------------------------------------- tree assembly
@@ -195,7 +206,8 @@ def hierarchical_tree(
         leaf order included; those are dense (n, n), checked against the memory budget
         (half the physical memory, or ``SKORG_MAX_MEMORY`` in MiB) before they are made.
     n_components : int, default=8
-        Diffusion coordinates used by ``method="ward"``.
+        Diffusion coordinates used by ``method="ward"`` on an affinity or distances (at
+        least 1; capped at ``n_points - 1``).
 
     Returns
     -------
@@ -242,6 +254,7 @@ def hierarchical_tree(
         and merge_tolerance >= 0
     ):
         raise ValueError(f"merge_tolerance must be None or a number >= 0, got {merge_tolerance!r}.")
+    n_components = _check_n_components(n_components)
     if points is not None:
         if distances is not None or affinity is not None:
             raise ValueError("pass exactly one of distances, affinity and points.")
