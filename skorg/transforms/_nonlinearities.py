@@ -107,13 +107,17 @@ class EntrywiseNonlinearity(Nonlinearity):
 
     @staticmethod
     def _apply(f, x, label):
-        """``f(x)`` as a float array, which must have the shape of x (entrywise)."""
+        """``f(x)`` as a float array of the shape of x: entrywise, or one number for every
+        entry (a constant, say a derivative ``lambda t: 2.0``); any other shape is refused,
+        as broadcasting it would mix entries."""
         out = np.asarray(f(x), dtype=float)
         if out.shape != np.shape(x):
-            raise ValueError(
-                f"the nonlinearity's {label} must be entrywise, returning an array of the "
-                f"shape of its input {np.shape(x)}; got shape {out.shape}."
-            )
+            if out.ndim:
+                raise ValueError(
+                    f"the nonlinearity's {label} must be entrywise, returning an array of the "
+                    f"shape of its input {np.shape(x)} (or one number); got shape {out.shape}."
+                )
+            out = np.full(np.shape(x), float(out))
         return out
 
     def _d1(self, x):
