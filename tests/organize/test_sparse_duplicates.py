@@ -12,7 +12,9 @@ from skorg.metrics import (
     cosine_affinity,
     gaussian_affinity,
     multi_tree_emd,
+    pairwise_tree_emd,
     tree_emd,
+    tree_emd_embedding,
     tree_emd_features,
 )
 from skorg.organize import questionnaire
@@ -102,6 +104,20 @@ def test_tree_emd_of_duplicates_equals_dense(data):
         rtol=1e-12,
         atol=1e-14,
     )
+    for axis, trees in ((0, [None, cols]), (1, [rows, None])):
+        for dtype in (np.float64, np.float32):
+            np.testing.assert_allclose(
+                tree_emd_embedding(S, trees, axis=axis, dtype=dtype),
+                tree_emd_embedding(data, trees, axis=axis, dtype=dtype),
+                rtol=1e-6 if dtype == np.float32 else 1e-12,
+                atol=1e-14,
+            )
+        np.testing.assert_allclose(
+            pairwise_tree_emd(S, trees, axis=axis),
+            pairwise_tree_emd(data, trees, axis=axis),
+            rtol=1e-12,
+            atol=1e-14,
+        )
     _unchanged(S, snap)
 
 
