@@ -338,7 +338,7 @@ def unscale(values, s, source, *, degree=1, name="X", what="The result", out=Non
                 degree, f"as the power {degree} of"
             )
             raise ValueError(
-                f"{what} cannot be represented: its largest value would pass the largest "
+                f"{what} cannot be represented: the largest value would pass the largest "
                 f"{arr.dtype} ({limit:.4g}). {name} has largest magnitude {peak:.4g}; the result "
                 f"grows {grows} the magnitude of {name}, so for this {name} it is finite up to "
                 f"a largest magnitude of about {allowed:.4g}: divide {name} by a constant first."
