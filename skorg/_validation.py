@@ -309,40 +309,27 @@ def unscale(values, s, source, *, degree=1, name="X", what="The result", out=Non
 
     ``values`` is homogeneous of ``degree`` in X (its values for X are those for ``X * s``
     divided by ``s**degree``) and ``s`` a power of two from :func:`pow2_scale`, so the
-    rescaling is one exact ``ldexp``. When a value would pass the largest float of its dtype
-    (X near the float maximum: sums, norms or squares of its entries), nothing is rescaled
-    and a ValueError names the largest magnitude of X for which the result is finite,
-    instead of an infinity in the output. ``source`` (an array or sparse matrix) gives the
-    magnitude of X for that message only. ``values`` may be a sparse matrix (its entries are
-    rescaled, on a copy); ``out``: rescale an ndarray in place.
-    Tiny results may underflow towards zero as any float computation does.
+    rescaling is one exact ``ldexp``. When the largest value would pass the largest float of
+    its dtype (X near the float maximum: sums, norms or squares of its entries), or fall to
+    zero although it is not (a square of subnormal data), nothing is rescaled and a
+    ValueError names the magnitude of X from which the result is representable, instead of
+    an infinity or a zero in the output; smaller values underflow as in any float
+    computation. ``source`` (an array or sparse matrix) gives the magnitude of X for that
+    message only. ``values`` may be a sparse matrix (its entries are rescaled, on a copy);
+    ``out``: rescale an ndarray in place.
     """
     if s == 1.0:
         return values
     sparse = hasattr(values, "tocsr") and hasattr(values, "nnz")  # a sparse matrix
     arr = values.data if sparse else np.asarray(values)
     shift = degree * (1 - math.frexp(s)[1])  # values / s**degree == ldexp(values, shift)
-    if shift > 0 and arr.size:
+    if arr.size:
+        dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)
         top = finite_peak(arr)
-        limit = float(np.finfo(arr.dtype if arr.dtype.kind == "f" else np.float64).max)
-        try:
-            fits = math.ldexp(top, shift) <= limit or top != top
-        except OverflowError:
-            fits = False
-        if not fits:
-            peak = math.ldexp(finite_peak(source), shift // degree)  # max |X|
-            # the result grows as the magnitude of X to the power `degree`
-            log2_room = (math.log2(limit) - math.log2(top) - shift) / degree
-            allowed = peak * 2.0**log2_room
-            grows = {1: "in proportion to", 2: "as the square of"}.get(
-                degree, f"as the power {degree} of"
-            )
-            raise ValueError(
-                f"{what} cannot be represented: the largest value would pass the largest "
-                f"{arr.dtype} ({limit:.4g}). {name} has largest magnitude {peak:.4g}; the result "
-                f"grows {grows} the magnitude of {name}, so for this {name} it is finite up to "
-                f"a largest magnitude of about {allowed:.4g}: divide {name} by a constant first."
-            )
+        with np.errstate(over="ignore", under="ignore"):
+            moved = float(np.ldexp(dtype.type(top), shift))  # in the result's own dtype
+        if top > 0 and (moved == 0.0 or math.isinf(moved)):
+            _refuse_unscaled(top, shift, source, degree, name, what, dtype, math.isinf(moved))
     if sparse:
         values = values.copy()
         values.data = np.ldexp(values.data, shift)
@@ -352,6 +339,28 @@ def unscale(values, s, source, *, degree=1, name="X", what="The result", out=Non
     if out is not None:
         return np.ldexp(arr, shift, out=out)
     return np.ldexp(arr, shift)
+
+
+def _refuse_unscaled(top, shift, source, degree, name, what, dtype, too_large):
+    """The error of :func:`unscale`: the magnitude of X at which the result's largest value
+    ``ldexp(top, shift)`` would reach the end of the range of ``dtype``."""
+    info = np.finfo(dtype)
+    end = float(info.max) if too_large else float(info.smallest_subnormal)
+    peak = math.ldexp(finite_peak(source), shift // degree)  # max |X|
+    # the result grows as the magnitude of X to the power `degree`
+    bound = peak * 2.0 ** ((math.log2(end) - math.log2(top) - shift) / degree)
+    grows = {1: "in proportion to", 2: "as the square of"}.get(degree, f"as the power {degree} of")
+    if too_large:
+        problem = f"the largest value would pass the largest {dtype} ({end:.4g})"
+        fix = f"finite up to a largest magnitude of about {bound:.4g}: divide {name} by"
+    else:
+        problem = f"even the largest value would fall to zero in {dtype}"
+        fix = f"nonzero from a largest magnitude of about {bound:.4g}: multiply {name} by"
+    raise ValueError(
+        f"{what} cannot be represented: {problem}. {name} has largest magnitude {peak:.4g}; "
+        f"the result grows {grows} the magnitude of {name}, so for this {name} it is {fix} a "
+        "constant first."
+    )
 
 
 def scale_rows(X, *, limit=SAFE_EXPONENT):

@@ -79,10 +79,23 @@ def test_tree_emd_past_the_float_range_names_the_largest_magnitude(data):
 
 
 def test_neumann_stress_exact_multiple_or_a_clear_error(data):
-    for exponent in (-1040, -500, 500):  # the square of 2**500 is 2**1000: still finite
+    for exponent in (-500, 500):  # the squares of 2**+-500 are 2**+-1000: still normal
         np.testing.assert_array_equal(
             neumann_stress(np.ldexp(data, exponent)), np.ldexp(neumann_stress(data), 2 * exponent)
         )
+    # the squares of subnormal data fall to zero: refused rather than a stress of 0
+    with pytest.raises(ValueError, match="would fall to zero in float64") as info:
+        neumann_stress(data * 1e-310)
+    low = float(
+        re.search(
+            r"nonzero from a largest magnitude of about ([0-9.e+-]+):", str(info.value)
+        ).group(1)
+    )
+    assert 1e-164 < low < 1e-161  # sqrt(4.9e-324 / stress of data, about 100)
+    assert neumann_stress(data * (1.01 * low / data.max())) > 0
+    # (below about low / sqrt(2) the stress rounds to zero: half the smallest subnormal)
+    with pytest.raises(ValueError, match="would fall to zero"):
+        neumann_stress(data * (0.6 * low / data.max()))
     X = data * 1e307
     with pytest.raises(ValueError, match="The Neumann stress cannot be represented") as info:
         neumann_stress(X)
@@ -100,6 +113,8 @@ def test_unscale_is_exact_and_checks_before_rescaling():
     source = np.array([0.5, 0.9])
     np.testing.assert_array_equal(unscale(values, 2.0**-1000, source), np.ldexp(values, 1000))
     np.testing.assert_array_equal(unscale(values, 2.0**1000, source), np.ldexp(values, -1000))
+    with pytest.raises(ValueError, match="fall to zero"):
+        unscale(values, 2.0**1000, source, degree=2)  # 0.75 * 2**-2000 is no float
     assert unscale(values, 1.0, source) is values
     out = np.array([300.0, -0.5])  # 300 * 2**1020 passes 1.8e308
     with pytest.raises(ValueError, match="largest float64"):
