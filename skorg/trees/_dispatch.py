@@ -75,13 +75,14 @@ or callable
         ``method(distances=distances, affinity=affinity)`` and must return a
         :class:`PartitionTree` on the axis's points.
     distances, affinity : array-like, optional
-        The axis's geometry; the linkage builders use ``distances`` when given, else
-        ``affinity``.
+        The axis's geometry (arrays, nested lists, or a sparse affinity); the linkage
+        builders use ``distances`` when given, else ``affinity``.
     tree_constant : float, default=1.0
         The flexible tree's constant.
     **params
         Passed to the builder (for example ``merge_tolerance``, or ``points`` for the
-        linkage builders, which then link the points' Euclidean distances instead).
+        linkage builders, which then link the points' Euclidean distances instead). A name
+        the named builder does not take raises a ValueError listing those it takes.
 
     Returns
     -------
