@@ -21,9 +21,11 @@ __all__ = [
     "plain_magnitude",
     "plain_values",
     "pow2_scale",
+    "safe_exponent",
     "safe_norm",
     "scale_rows",
     "scaled_copy",
+    "unscale",
 ]
 
 
@@ -151,17 +153,18 @@ def plain_values(values, itemsize):
     norm = math.hypot(*values)
     if norm - norm != 0.0:  # NaN or infinity (or finite values too large for a norm)
         return False
-    if itemsize != 8:
-        return norm > 0.0  # every positive finite float32 lies within the range
-    if 2.0 * _PLAIN_MIN * math.sqrt(len(values)) <= norm < _PLAIN_END:
+    low, end = (_PLAIN_MIN, _PLAIN_END) if itemsize == 8 else (_PLAIN_MIN32, _PLAIN_END32)
+    if 2.0 * low * math.sqrt(len(values)) <= norm < end:
         return True  # (a factor 2 against rounding)
     peak = max(map(abs, values))
-    return _PLAIN_MIN <= peak < _PLAIN_END
+    return low <= peak < end
 
 
 def plain_magnitude(X):
-    """Whether ``max |X|`` is finite and within ``[2**-(SAFE_EXPONENT + 1), 2**SAFE_EXPONENT)``,
-    the range in which :func:`scaled_copy` leaves X as it is; False for an all-zero X.
+    """Whether ``max |X|`` is finite and within ``[2**-(L + 1), 2**L)``, the range in which
+    :func:`scaled_copy` with ``limit=safe_exponent(X.dtype)`` leaves X as it is (L is
+    :data:`SAFE_EXPONENT` for float64, :data:`SAFE_EXPONENT_FLOAT32` for float32); False for
+    an all-zero X.
 
     X must be a non-empty C- or F-contiguous float32/float64 ndarray in native byte order
     (the caller has checked): one compiled pass over its bit patterns, without the checks
@@ -169,7 +172,9 @@ def plain_magnitude(X):
     """
     if X.size >= _PEAK_PARALLEL_MIN:
         m = _peak_of_bits(X)
-        return _PLAIN_MIN <= m < _PLAIN_END
+        if X.dtype.itemsize == 8:
+            return _PLAIN_MIN <= m < _PLAIN_END
+        return _PLAIN_MIN32 <= m < _PLAIN_END32
     flat = X.ravel(order="K")  # a view in memory order
     if X.size <= _PLAIN_PYTHON_MAX:
         # a few values: as Python floats (exact), cheaper than a call of a compiled kernel
@@ -177,8 +182,8 @@ def plain_magnitude(X):
     if X.dtype.itemsize == 8:
         biased = int(_peak.peak_bits_f64(flat)) >> 52  # the exponent field (+1023)
         return 1023 - SAFE_EXPONENT - 1 <= biased < 1023 + SAFE_EXPONENT
-    # every positive finite float32 (subnormals included) lies within the range
-    return 0 < int(_peak.peak_bits_f32(flat)) < 0x7F800000
+    biased = int(_peak.peak_bits_f32(flat)) >> 23  # the exponent field (+127)
+    return 127 - SAFE_EXPONENT_FLOAT32 - 1 <= biased < 127 + SAFE_EXPONENT_FLOAT32
 
 
 def _peak_of_bits(X):
@@ -254,6 +259,16 @@ def check_int_seed(random_state):
 SAFE_EXPONENT = 400
 _PLAIN_MIN = math.ldexp(1.0, -SAFE_EXPONENT - 1)
 _PLAIN_END = math.ldexp(1.0, SAFE_EXPONENT)
+# The same for float32 computations (a range of 2**+-128): sums of up to 2**80 terms of data
+# within 2**+-40, and their square roots, stay far inside it.
+SAFE_EXPONENT_FLOAT32 = 40
+_PLAIN_MIN32 = math.ldexp(1.0, -SAFE_EXPONENT_FLOAT32 - 1)
+_PLAIN_END32 = math.ldexp(1.0, SAFE_EXPONENT_FLOAT32)
+
+
+def safe_exponent(dtype):
+    """The ``limit`` of :func:`pow2_scale` for computations in ``dtype`` (float32 or not)."""
+    return SAFE_EXPONENT_FLOAT32 if np.dtype(dtype) == np.float32 else SAFE_EXPONENT
 
 
 def pow2_scale(X, *, always=False, limit=SAFE_EXPONENT, peak=None):
@@ -287,6 +302,65 @@ def scaled_copy(X, *, always=False, limit=SAFE_EXPONENT, peak=None):
     if X.dtype == np.float64:
         return X * s, s
     return np.multiply(X, s, dtype=np.float64).astype(X.dtype), s
+
+
+def unscale(values, s, source, *, degree=1, name="X", what="The result", out=None):
+    """A result computed on ``source = X * s`` brought back to the units of X, exactly.
+
+    ``values`` is homogeneous of ``degree`` in X (its values for X are those for ``X * s``
+    divided by ``s**degree``) and ``s`` a power of two from :func:`pow2_scale`, so the
+    rescaling is one exact ``ldexp``. When the largest value would pass the largest float of
+    its dtype (X near the float maximum: sums, norms or squares of its entries), or fall to
+    zero although it is not (a square of subnormal data), nothing is rescaled and a
+    ValueError names the magnitude of X from which the result is representable, instead of
+    an infinity or a zero in the output; smaller values underflow as in any float
+    computation. ``source`` (an array or sparse matrix) gives the magnitude of X for that
+    message only. ``values`` may be a sparse matrix (its entries are rescaled, on a copy);
+    ``out``: rescale an ndarray in place.
+    """
+    if s == 1.0:
+        return values
+    sparse = hasattr(values, "tocsr") and hasattr(values, "nnz")  # a sparse matrix
+    arr = values.data if sparse else np.asarray(values)
+    shift = degree * (1 - math.frexp(s)[1])  # values / s**degree == ldexp(values, shift)
+    if arr.size:
+        dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)
+        top = finite_peak(arr)
+        with np.errstate(over="ignore", under="ignore"):
+            moved = float(np.ldexp(dtype.type(top), shift))  # in the result's own dtype
+        if top > 0 and (moved == 0.0 or math.isinf(moved)):
+            _refuse_unscaled(top, shift, source, degree, name, what, dtype, math.isinf(moved))
+    if sparse:
+        values = values.copy()
+        values.data = np.ldexp(values.data, shift)
+        return values
+    if np.ndim(values) == 0 and not isinstance(values, np.ndarray):
+        return float(math.ldexp(float(values), shift))
+    if out is not None:
+        return np.ldexp(arr, shift, out=out)
+    return np.ldexp(arr, shift)
+
+
+def _refuse_unscaled(top, shift, source, degree, name, what, dtype, too_large):
+    """The error of :func:`unscale`: the magnitude of X at which the result's largest value
+    ``ldexp(top, shift)`` would reach the end of the range of ``dtype``."""
+    info = np.finfo(dtype)
+    end = float(info.max) if too_large else float(info.smallest_subnormal)
+    peak = math.ldexp(finite_peak(source), shift // degree)  # max |X|
+    # the result grows as the magnitude of X to the power `degree`
+    bound = peak * 2.0 ** ((math.log2(end) - math.log2(top) - shift) / degree)
+    grows = {1: "in proportion to", 2: "as the square of"}.get(degree, f"as the power {degree} of")
+    if too_large:
+        problem = f"the largest value would pass the largest {dtype} ({end:.4g})"
+        fix = f"finite up to a largest magnitude of about {bound:.4g}: divide {name} by"
+    else:
+        problem = f"even the largest value would fall to zero in {dtype}"
+        fix = f"nonzero from a largest magnitude of about {bound:.4g}: multiply {name} by"
+    raise ValueError(
+        f"{what} cannot be represented: {problem}. {name} has largest magnitude {peak:.4g}; "
+        f"the result grows {grows} the magnitude of {name}, so for this {name} it is {fix} a "
+        "constant first."
+    )
 
 
 def scale_rows(X, *, limit=SAFE_EXPONENT):

@@ -118,10 +118,11 @@ def test_finite_peak_is_the_largest_magnitude_without_temporaries():
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n", [1, 2, 7, 4096, (1 << 21) + 5])
 def test_plain_magnitude_is_exactly_where_scaled_copy_leaves_the_data(dtype, n):
-    """plain_magnitude(X) is True exactly when X is finite and scaled_copy returns X itself
-    (peak not zero): at the boundaries 2**-401 and 2**400 of the float64 range, for zeros,
+    """plain_magnitude(X) is True exactly when X is finite and scaled_copy, with the limit of
+    X's dtype (safe_exponent), returns X itself (peak not zero): at the boundaries 2**-401
+    and 2**400 of the float64 range and 2**-41 and 2**40 of the float32 one, for zeros,
     subnormals, NaN and infinities at any place, C and Fortran order."""
-    from skorg._validation import finite_peak, plain_magnitude, scaled_copy
+    from skorg._validation import finite_peak, plain_magnitude, safe_exponent, scaled_copy
 
     rng = np.random.default_rng(n)
     info = np.finfo(dtype)
@@ -129,13 +130,19 @@ def test_plain_magnitude_is_exactly_where_scaled_copy_leaves_the_data(dtype, n):
     if dtype == np.float64:
         values += [2.0**-401, np.nextafter(2.0**-401, 0), 2.0**400, np.nextafter(2.0**400, 0)]
         values += [-(2.0**-401), 2.0**-900, 2.0**900]
+    else:
+        f32 = np.float32
+        values += [2.0**-41, np.nextafter(f32(2.0**-41), f32(0)), 2.0**40]
+        values += [np.nextafter(f32(2.0**40), f32(0)), -(2.0**-41), 2.0**-100, 2.0**100]
     values += [np.nan, np.inf, -np.inf]
     for value in values:
         for where in {0, n // 2, n - 1}:
             X = np.zeros(n, dtype=dtype)
             X[where] = value  # the peak, or NaN
             peak = finite_peak(X)
-            expected = bool(np.isfinite(peak)) and peak > 0 and scaled_copy(X, peak=peak)[0] is X
+            limit = safe_exponent(dtype)
+            kept = scaled_copy(X, peak=peak, limit=limit)[0] is X
+            expected = bool(np.isfinite(peak)) and peak > 0 and kept
             assert plain_magnitude(X) is expected, (value, where)
     M = np.asfortranarray(rng.normal(size=(3, max(n // 3, 1))).astype(dtype))
     assert plain_magnitude(M) is True

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._blas import row_gram, serial_blas
 from .._sparse_input import check_sparse_matrix, is_sparse, sparse_gram
-from .._validation import check_finite_array, pow2_scale, scale_rows, scaled_copy
+from .._validation import check_finite_array, scale_rows, scaled_copy
 
 __all__ = [
     "affinity_matrix",
@@ -149,9 +149,10 @@ def correlation_affinity(X, *, threshold=0.0):
     _check_threshold(threshold)
     if is_sparse(X):
         X = check_sparse_matrix(X, "X", min_rows=1)
-        G, sq, top = sparse_gram(X)
+        G, sq, s = sparse_gram(X)
         p = X.shape[1]
-        mean = np.asarray(X.sum(axis=1)).ravel() / (p * top if top > 0 else 1.0)
+        # the row means of the same exactly rescaled X as G (no overflow near 1e307)
+        mean = np.asarray((X * s if s != 1.0 else X).sum(axis=1)).ravel() / p
         C = G - p * np.outer(mean, mean)
         var = np.diag(C).copy()
         # a (nearly) constant row: centring leaves only rounding, as on the dense path it
@@ -208,9 +209,7 @@ def gaussian_affinity(X, *, n_neighbors=5, epsilon=1.0):
     # the kernel depends on distance ratios only: extreme units are scaled out (exactly, by a
     # power of two), the same way on both paths
     if sparse:
-        G, sq, top = sparse_gram(X)
-        unit = top * pow2_scale(np.array([top])) if top > 0 else 1.0
-        G, sq = G * unit**2, sq * unit**2
+        G, sq, _ = sparse_gram(X)  # of X times a power of two (exact)
     else:
         X, _ = scaled_copy(X)
         sq = np.einsum("ij,ij->i", X, X)

@@ -25,6 +25,8 @@ from ._emd_core import (
 
 __all__ = ["dual_affinity", "multi_tree_emd", "tree_emd", "tree_emd_features"]
 
+_FEATURES = "The tree-EMD features"
+
 
 # --------------------------------------------------------------------------- public API
 def tree_emd_features(
@@ -71,9 +73,9 @@ def tree_emd_features(
     X, s = _in_range(X, dtype)
     if is_sparse(X):
         features = (_folder_matrix(plan, X.shape[0]) @ X).T.toarray()
-        return np.ascontiguousarray(_unscaled(features, s), dtype=dtype)
+        return np.ascontiguousarray(_unscaled(features, s, X, _FEATURES), dtype=dtype)
     with _numba_threads(n_jobs):
-        return _unscaled(_features(X, {1: plan}, dtype), s)
+        return _unscaled(_features(X, {1: plan}, dtype), s, X, _FEATURES)
 
 
 def _check_tree_emd_input(X, tree, alpha, beta, exclude_singletons, folder_weights, dtype):
@@ -191,11 +193,11 @@ def tree_emd(
     if is_sparse(X):
         with _numba_threads(n_jobs):
             D = _sparse_emd(X, plan, 1, dtype, _working_memory(None))
-        return _unscaled(D, s).astype(dtype, copy=False)
+        return _unscaled(D, s, X).astype(dtype, copy=False)
     with _numba_threads(n_jobs):
         D = np.zeros((X.shape[0], X.shape[0]), dtype=np.float64)
         _add_pairwise_l1(_features(X, {1: _padded(plan)}, dtype), D)
-    return _unscaled(D, s).astype(dtype, copy=False)
+    return _unscaled(D, s, X).astype(dtype, copy=False)
 
 
 def multi_tree_emd(
@@ -285,7 +287,7 @@ def multi_tree_emd(
         X, trees, axis, alphas, betas, exclude_singletons, folder_weights, dtype, n_jobs,
         working_memory,
     )  # fmt: skip
-    return _unscaled(D, s).astype(dtype, copy=False)
+    return _unscaled(D, s, X).astype(dtype, copy=False)
 
 
 def dual_affinity(d, *, epsilon=1.0):

@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._sparse_input import check_sparse_matrix, is_sparse
+from .._validation import check_finite_array
+
 __all__ = ["pairwise_tree_emd"]
 
 
@@ -56,9 +59,16 @@ def pairwise_tree_emd(
     """
     from joblib import Parallel, delayed
 
-    from ._emd_core import _working_memory
+    from ._emd_core import _in_range, _unscaled, _working_memory
     from ._knn_emd import tree_emd_embedding
 
+    if is_sparse(X):
+        X = check_sparse_matrix(X, "X", min_rows=1, dtype=None)
+    else:
+        X = check_finite_array(X, "X", min_ndim=2, min_rows=1, dtype=None)
+    # distances are homogeneous of degree 1: features and sums of X scaled exactly when its
+    # magnitude is extreme, back in X's units at the end (or a clear error past the range)
+    X, s = _in_range(X, None)
     F = tree_emd_embedding(
         X, trees, axis=axis, alphas=alphas, betas=betas,
         dtype=np.float64 if dtype is None else dtype, working_memory=working_memory,
@@ -69,4 +79,4 @@ def pairwise_tree_emd(
     blocks = Parallel(n_jobs=n_jobs)(
         delayed(_l1_block)(F, lo, min(lo + step, n)) for lo in range(0, n, step)
     )
-    return np.vstack(blocks)
+    return _unscaled(np.vstack(blocks), s, X)

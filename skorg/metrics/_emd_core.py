@@ -20,7 +20,7 @@ from .._kernels import _bifolder as _kb
 from .._kernels import _emd as _k
 from .._scratch import scratch_empty
 from .._sparse_input import is_sparse
-from .._validation import check_tree_for_axis, pow2_scale, scaled_copy
+from .._validation import check_tree_for_axis, pow2_scale, scaled_copy, unscale
 
 __all__: list[str] = []
 
@@ -118,11 +118,10 @@ def _in_range(X, dtype):
     return scaled_copy(X)
 
 
-def _unscaled(D, s):
-    if s != 1.0:
-        with np.errstate(over="ignore"):  # only a value beyond the float range overflows
-            D = D * (1.0 / s)
-    return D
+def _unscaled(D, s, source, what="The tree EMD"):
+    """D computed on ``source = X * s`` (:func:`_in_range`) in the units of X; a clear error
+    instead of infinities when those values pass the float range."""
+    return unscale(D, s, source, what=what)
 
 
 def _folder_plan(tree, alpha, beta, exclude_singletons, folder_weights, name):

@@ -11,10 +11,13 @@ from numbers import Real
 
 import numpy as np
 
+from .._sparse_input import check_sparse_matrix, is_sparse
 from .._validation import check_finite_array, check_tree_for_axis
 from ..graphs import knn_l1_affinity
 
 __all__ = ["knn_tree_emd_affinity", "tree_emd_embedding"]
+
+_FEATURES = "The tree-EMD features"
 
 
 def tree_emd_embedding(
@@ -27,7 +30,8 @@ def tree_emd_embedding(
 
     Parameters
     ----------
-    X : array-like of shape (n_0, ..., n_{d-1})
+    X : array-like of shape (n_0, ..., n_{d-1}), or sparse matrix
+        A SciPy sparse matrix (d = 2) is not densified (only the features are dense).
     trees : sequence of PartitionTree
         One tree per axis with None at ``axis``, or one per other axis.
     axis : int, default=0
@@ -57,8 +61,16 @@ def tree_emd_embedding(
     """
     from . import _emd_core as _emd
 
-    X = check_finite_array(X, "X", min_ndim=2, min_rows=1, dtype=None)
+    sparse = is_sparse(X)
+    if sparse:  # a matrix: one tree, on the axis not compared
+        X = check_sparse_matrix(X, "X", min_rows=1, dtype=None)
+    else:
+        X = check_finite_array(X, "X", min_ndim=2, min_rows=1, dtype=None)
     dtype = _emd._feature_dtype(X, dtype)
+    # the features are homogeneous of degree 1: computed on X scaled exactly when its
+    # magnitude is extreme, so the folder sums cannot overflow (means of 1e308 fit, their
+    # sums need not)
+    X, s = _emd._in_range(X, dtype)
     ndim = X.ndim
     axis, tree_map = _emd._axis_and_trees(axis, trees, ndim)
     alpha_map = _emd._per_axis(alphas, ndim, axis, "alphas", _emd._check_real)
@@ -68,6 +80,14 @@ def tree_emd_embedding(
         check_tree_for_axis(tree, X.shape[a], f"trees[{a}]", f"entries along axis {a}")
         plan = _emd._folder_plan(tree, alpha_map[a], beta_map[a], False, None, f"trees[{a}]")
         plans[a + 1 if a < axis else a] = plan
+    if sparse:
+        # the folder means of the other axis as one sparse product (no dense copy of X),
+        # built in float64 like the dense features
+        (plan,) = plans.values()
+        M = X.T.tocsr() if axis == 0 else X.tocsr()  # the tree on the rows of M
+        features = (_emd._folder_matrix(plan, M.shape[0]) @ M).T.toarray()
+        features = _emd._unscaled(features, s, X, _FEATURES)
+        return np.ascontiguousarray(features, dtype=dtype)
     Xt = np.moveaxis(X, axis, 0)
     n = Xt.shape[0]
     n_feat = int(np.prod([plans[a][1].shape[0] for a in plans], dtype=np.int64))
@@ -80,7 +100,7 @@ def tree_emd_embedding(
         for lo in range(0, n, step):
             block = np.ascontiguousarray(Xt[lo : lo + step])
             out[lo : lo + step] = _emd._features(block, plans, dtype)
-    return out
+    return _emd._unscaled(out, s, X, _FEATURES)
 
 
 def knn_tree_emd_affinity(

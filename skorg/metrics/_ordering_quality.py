@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import spearmanr
 
-from .._validation import check_finite_array, scaled_copy
+from .._validation import check_finite_array, scaled_copy, unscale
 
 __all__ = ["neumann_stress", "order_spearman"]
 
@@ -67,7 +67,9 @@ def neumann_stress(X):
     """Sum of squared differences between neighbouring entries, both axes.
 
     Lower means smoother in the given order; compare orders of the same
-    matrix (e.g. divide by the stress in the true order).
+    matrix (e.g. divide by the stress in the true order). It grows as the square of
+    the magnitude of X: a stress beyond the float range (X near 1e154 or above, with many
+    entries) raises a ValueError naming the largest magnitude for which it is finite.
 
     Examples
     --------
@@ -78,7 +80,7 @@ def neumann_stress(X):
     """
     X = check_finite_array(X, "X", ndim=2, min_rows=1)
     # homogeneous of degree 2: computed on X scaled exactly, so the squares cannot overflow
+    # (and a stress beyond the float range is refused, naming the magnitude that fits)
     X, scale = scaled_copy(X)
     stress = float(np.sum(np.diff(X, axis=0) ** 2) + np.sum(np.diff(X, axis=1) ** 2))
-    with np.errstate(over="ignore"):
-        return float(stress / scale / scale)
+    return float(unscale(stress, scale, X, degree=2, what="The Neumann stress"))

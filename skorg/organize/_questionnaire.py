@@ -9,8 +9,8 @@ import scipy.sparse as sp
 
 from .._labels import axis_labels, data_of
 from .._scratch import reusing_scratch
-from .._sparse_input import check_sparse_matrix
-from .._validation import check_finite_array, pow2_scale
+from .._sparse_input import canonical_sparse, check_sparse_matrix
+from .._validation import check_finite_array, pow2_scale, unscale
 from ..metrics import affinity_matrix
 from ..trees import build_tree, flexible_tree
 from ._presets import (
@@ -251,7 +251,7 @@ def questionnaire(
     labels = axis_labels(X)
     X = data_of(X)
     if sp.issparse(X):
-        X = check_sparse_matrix(X, "X", min_rows=2) if check_input else X.tocsr()
+        X = check_sparse_matrix(X, "X", min_rows=2) if check_input else canonical_sparse(X)
     elif check_input:
         X = check_finite_array(X, "X", min_ndim=2, min_rows=2)
     ndim = X.ndim
@@ -504,8 +504,10 @@ def questionnaire(
         initial(ndim - 1)
 
     orders = _final_orders(trees, distances, sparse, p["ordering"], distances_of_slices)
-    with np.errstate(over="ignore"):  # EMD values beyond the float64 range: inf, as exact
-        distances = [None if d is None else d / scale for d in distances]  # X's units, exact
+    # X's units, exact (or a clear error where they pass the float range: the trees are
+    # those of X, but distances_ could only hold infinities)
+    what = "The questionnaire's tree-EMD distances (distances_)"
+    distances = [None if d is None else unscale(d, scale, Xe, what=what) for d in distances]
     if tie is not None:  # one order (equal anyway: same tree, distances, slices), one EMD
         orders[tie[1]], distances[tie[1]] = orders[tie[0]].copy(), distances[tie[0]]
     names = [

@@ -21,7 +21,7 @@ from .._kernels import _haar_rows as _row_kernels
 from .._kernels import _haar_segments as _segment_kernels
 from .._kernels import _haar_short as _short_kernels
 from .._kernels import _haar_slots as _slot_kernels
-from .._validation import plain_magnitude, plain_values, scaled_copy
+from .._validation import plain_magnitude, plain_values, safe_exponent, scaled_copy, unscale
 from ..trees import PartitionTree
 from ._haar_plan import _ORDERS, _get_plan
 
@@ -315,23 +315,25 @@ def _inverse_args(p):
     return p.leaf_order, p.parent, p.first_leaf, p.cnode, p.cplus, p.clast, p.wplus, p.wminus
 
 
-def _unscale(C, s):
-    """Coefficients of X from those of ``X * s`` (exact for a power of two ``s``)."""
-    if s != 1.0:
-        with np.errstate(over="ignore"):  # only a value beyond the float range overflows
-            C *= 1.0 / s
-    return C
+def _unscale(C, s, Xs, inverse):
+    """Coefficients of X from those of ``Xs = X * s``, in place (exact for a power of two
+    ``s``); a clear error instead of an infinity when one passes the float range (the
+    scaling coefficient of data near the float maximum is up to sqrt(size) times larger)."""
+    if s == 1.0:
+        return C
+    name, what = ("C", "The inverse Haar transform") if inverse else ("X", "The Haar transform")
+    return unscale(C, s, Xs, name=name, what=what, out=C)
 
 
 def _along(X, plan, axis, inverse, peak=None, out=None):
     """:func:`_apply_along` on data near any magnitude (the sums cannot overflow)."""
-    Xs, s = scaled_copy(X, peak=peak)
+    Xs, s = scaled_copy(X, peak=peak, limit=safe_exponent(X.dtype))
     if out is not None and not _writes_into(Xs, out):
         # the kernels would read values they have already overwritten, or could not write
         # this layout: transform aside, then copy
-        np.copyto(out, _unscale(_apply_along(Xs, plan, axis, inverse), s))
+        np.copyto(out, _unscale(_apply_along(Xs, plan, axis, inverse), s, Xs, inverse))
         return out
-    C = _unscale(_apply_along(Xs, plan, axis, inverse, out=out), s)
+    C = _unscale(_apply_along(Xs, plan, axis, inverse, out=out), s, Xs, inverse)
     return C if out is None else out  # out itself, not a view of it, as NumPy's out= gives
 
 
@@ -414,9 +416,9 @@ def _writes_into(X, out):
 
 def _multi(X, trees, order, inverse, peak=None):
     """The multi-axis transform, on X scaled exactly so that its sums cannot overflow."""
-    Xs, s = scaled_copy(X, peak=peak)
+    Xs, s = scaled_copy(X, peak=peak, limit=safe_exponent(X.dtype))
     C = _multi_raw(Xs, trees, order, inverse)
-    return _unscale(C, s)
+    return _unscale(C, s, Xs, inverse)
 
 
 def _multi_raw(X, trees, order, inverse):

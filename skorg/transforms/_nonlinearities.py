@@ -105,22 +105,42 @@ class EntrywiseNonlinearity(Nonlinearity):
         self.second_derivative = second_derivative
         self.name = name if name is not None else getattr(func, "__name__", "custom")
 
+    @staticmethod
+    def _apply(f, x, label):
+        """``f(x)`` as a float array of the shape of x: entrywise, or one number for every
+        entry (a constant, say a derivative ``lambda t: 2.0``); any other shape is refused,
+        as broadcasting it would mix entries."""
+        out = np.asarray(f(x), dtype=float)
+        if out.shape != np.shape(x):
+            if out.ndim:
+                raise ValueError(
+                    f"the nonlinearity's {label} must be entrywise, returning an array of the "
+                    f"shape of its input {np.shape(x)} (or one number); got shape {out.shape}."
+                )
+            out = np.full(np.shape(x), float(out))
+        return out
+
     def _d1(self, x):
         if self.derivative is not None:
-            return np.asarray(self.derivative(x), dtype=float)
+            return self._apply(self.derivative, x, "derivative")
         step = np.finfo(float).eps ** (1 / 3) * np.maximum(1.0, np.abs(x))
         step = (x + step) - x  # a step that is exactly representable around x
-        return (self.func(x + step) - self.func(x - step)) / (2 * step)
+        f = self.func
+        return (self._apply(f, x + step, "func") - self._apply(f, x - step, "func")) / (2 * step)
 
     def _d2(self, x):
         if self.second_derivative is not None:
-            return np.asarray(self.second_derivative(x), dtype=float)
+            return self._apply(self.second_derivative, x, "second_derivative")
         step = np.finfo(float).eps ** (1 / 4) * np.maximum(1.0, np.abs(x))
         step = (x + step) - x
-        return (self.func(x + step) - 2 * self.func(x) + self.func(x - step)) / step**2
+        f = self.func
+        centre = 2 * self._apply(f, x, "func")
+        return (self._apply(f, x + step, "func") - centre + self._apply(f, x - step, "func")) / (
+            step**2
+        )
 
     def value(self, u, w=None):
-        return np.asarray(self.func(u), dtype=float)
+        return self._apply(self.func, u, "func")
 
     def first(self, u, h, w=None):
         return self._d1(u) * h

@@ -134,6 +134,15 @@ class ParaproductDecomposer(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
     def _validate(self, X, reset):
         # np.asarray, not np.ndim: array-likes may refuse __array_function__
         ndim = X.ndim if hasattr(X, "ndim") else np.asarray(X).ndim
+        if ndim not in (2, 3):
+            shape = X.shape if hasattr(X, "shape") else np.asarray(X).shape
+            # (scikit-learn's checks look for "Reshape your data" on 1-D input)
+            hint = " Reshape your data: X.reshape(1, -1) for one query." if ndim < 2 else ""
+            raise ValueError(
+                "X must be one logit matrix of shape (n_queries, n_keys) or a stack of them "
+                f"of shape (n_heads, n_queries, n_keys); got a {ndim}-D array of shape "
+                f"{shape}.{hint}"
+            )
         if ndim == 3:
             X = check_array(X, allow_nd=True, dtype=np.float64, input_name="X")
             if reset:

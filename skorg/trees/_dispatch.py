@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import inspect
+
+import numpy as np
 import scipy.sparse as sp
 
 from ._bisection import bisection_tree
@@ -11,6 +14,52 @@ from ._hybrid import hybrid_tree
 from ._partition_tree import PartitionTree
 
 __all__ = ["build_tree"]
+
+# what build_tree passes itself, so not among a builder's extra parameters
+_OWN = {"distances", "affinity", "method", "tree_constant"}
+
+
+def _n_points(geometry):
+    """The number of points of a distance matrix or affinity given as any array-like."""
+    if not hasattr(geometry, "shape"):  # a list of lists and the like
+        geometry = np.asarray(geometry)
+    shape = geometry.shape
+    if len(shape) != 2:
+        raise ValueError(
+            f"distances and affinity must be (n_points, n_points) matrices, got shape {shape}."
+        )
+    return int(shape[0])
+
+
+def _builder(method, sparse_affinity):
+    from ._flexible import flexible_tree
+    from ._sparse_flexible import sparse_flexible_tree
+
+    if method == "flexible":
+        return sparse_flexible_tree if sparse_affinity else flexible_tree
+    if method in LINKAGE_METHODS:
+        return hierarchical_tree
+    return {"hybrid": hybrid_tree, "bisection": bisection_tree}.get(method)
+
+
+def _check_params(method, params, sparse_affinity):
+    """A clear error for keyword arguments the builder of ``method`` does not take (instead of
+    its TypeError), naming them and those it takes."""
+    builder = _builder(method, sparse_affinity)
+    if builder is None or not params:
+        return  # an unknown method: the error below names the methods
+    accepted = sorted(
+        name
+        for name, p in inspect.signature(builder).parameters.items()
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and name not in _OWN
+    )
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(
+            f"tree method {method!r} ({builder.__name__}) does not take the parameter(s) "
+            f"{unknown} (given as build_tree's keyword arguments, or the questionnaire's "
+            f"tree_params); it takes {accepted}."
+        )
 
 
 def build_tree(method, *, distances=None, affinity=None, tree_constant=1.0, **params):
@@ -26,13 +75,14 @@ or callable
         ``method(distances=distances, affinity=affinity)`` and must return a
         :class:`PartitionTree` on the axis's points.
     distances, affinity : array-like, optional
-        The axis's geometry; the linkage builders use ``distances`` when given, else
-        ``affinity``.
+        The axis's geometry (arrays, nested lists, or a sparse affinity); the linkage
+        builders use ``distances`` when given, else ``affinity``.
     tree_constant : float, default=1.0
         The flexible tree's constant.
     **params
         Passed to the builder (for example ``merge_tolerance``, or ``points`` for the
-        linkage builders, which then link the points' Euclidean distances instead).
+        linkage builders, which then link the points' Euclidean distances instead). A name
+        the named builder does not take raises a ValueError listing those it takes.
 
     Returns
     -------
@@ -54,7 +104,9 @@ or callable
     n = None
     for g in (distances, affinity):
         if g is not None:
-            n = g.shape[0]
+            n = _n_points(g)
+    if not callable(method):
+        _check_params(method, params, sp.issparse(affinity) and distances is None)
     if callable(method):
         tree = method(distances=distances, affinity=affinity, **params)
         if not isinstance(tree, PartitionTree) or (n is not None and tree.n_points != n):

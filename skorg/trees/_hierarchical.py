@@ -9,7 +9,7 @@ that the questionnaire can swap them (``tree_method``, :func:`build_tree` in
 
 from __future__ import annotations
 
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -67,6 +67,17 @@ def _geometry(distances, affinity):
     if sp.issparse(affinity):
         return None, check_sparse_affinity(affinity)
     return None, check_affinity(affinity)
+
+
+def _check_n_components(n_components):
+    """The number of diffusion coordinates of Ward on an affinity or distances: at least one
+    (with none every point sits at the origin, and Ward's merges degenerate to a chain)."""
+    if isinstance(n_components, bool) or not isinstance(n_components, Integral) or n_components < 1:
+        raise ValueError(
+            f"n_components must be a positive integer (the diffusion coordinates Ward links), "
+            f"got {n_components!r}."
+        )
+    return int(n_components)
 
 
 # ---------------------------------------------------------------------------- tree assembly
@@ -189,9 +200,14 @@ def hierarchical_tree(
         ties only).
     optimal_ordering : bool, default=True
         Order the leaves by Bar-Joseph's optimal leaf ordering on the distances (adjacent
-        leaves close), which follows the tree: every folder stays contiguous.
+        leaves close), which follows the tree: every folder stays contiguous. On a sparse
+        affinity the ordering uses the distances of the dense path, ``1 - A / max(A)``
+        (1 for pairs the graph leaves out), so the tree equals that of ``A.toarray()``,
+        leaf order included; those are dense (n, n), checked against the memory budget
+        (half the physical memory, or ``SKORG_MAX_MEMORY`` in MiB) before they are made.
     n_components : int, default=8
-        Diffusion coordinates used by ``method="ward"``.
+        Diffusion coordinates used by ``method="ward"`` on an affinity or distances (at
+        least 1; capped at ``n_points - 1``).
 
     Returns
     -------
@@ -238,6 +254,7 @@ def hierarchical_tree(
         and merge_tolerance >= 0
     ):
         raise ValueError(f"merge_tolerance must be None or a number >= 0, got {merge_tolerance!r}.")
+    n_components = _check_n_components(n_components)
     if points is not None:
         if distances is not None or affinity is not None:
             raise ValueError("pass exactly one of distances, affinity and points.")
@@ -287,34 +304,45 @@ def _linkage_matrix(D, A, method, optimal_ordering, n_components=8):
     from scipy.cluster.hierarchy import linkage, optimal_leaf_ordering
     from scipy.spatial.distance import squareform
 
-    n = (D if D is not None else A).shape[0]
+    order_D = None  # the distances the leaves are ordered on (the dense path's)
     if A is not None and sp.issparse(A):
-        if method == "single":
-            Z = _sparse_single_linkage(A)
-            D = None
-        elif method == "ward":
-            Z = None
-        else:
+        if method not in ("single", "ward"):
             raise ValueError(
                 f"method={method!r} needs a dense distance matrix or affinity; a sparse k-NN "
                 "affinity supports method='single' and method='ward'."
             )
+        if optimal_ordering:
+            order_D = _sparse_order_distances(A)
+        Z = _sparse_single_linkage(A) if method == "single" else None
     else:
         if D is None:
             D = _affinity_distances(A)
+        order_D = D
         Z = None
     if method == "ward":
-        E = _ward_embedding(D, A, n_components)
-        Z = linkage(E, method="ward")
-        if optimal_ordering and D is None and n <= 4096:
-            from scipy.spatial.distance import pdist
-
-            Z = optimal_leaf_ordering(Z, pdist(E))
+        Z = linkage(_ward_embedding(D, A, n_components), method="ward")
     elif Z is None:
         Z = linkage(squareform(_unit_scale(D), checks=False), method=method)
-    if optimal_ordering and D is not None:
-        Z = optimal_leaf_ordering(Z, squareform(_unit_scale(D), checks=False))
+    if optimal_ordering:
+        Z = optimal_leaf_ordering(Z, squareform(_unit_scale(order_D), checks=False))
     return Z
+
+
+def _sparse_order_distances(A):
+    """The distances ``1 - A / max(A)`` of the dense path on a sparse affinity (pairs the
+    graph does not hold at distance 1), for the optimal leaf ordering: with them a sparse
+    affinity gives the tree, leaf order included, of ``A.toarray()``. Dense (n, n), so
+    checked against the memory budget first."""
+    from .._validation import check_memory
+
+    n = A.shape[0]
+    check_memory(
+        3 * n * n * 8,
+        f"optimal_ordering=True on a sparse affinity of {n} points (the optimal leaf "
+        "ordering needs the dense distances; pass optimal_ordering=False to keep the "
+        "linkage's own leaf order)",
+    )
+    return _affinity_distances(A.toarray())
 
 
 def _ward_embedding(D, A, n_components):

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from ._hierarchical import (
     LINKAGE_METHODS,
     _affinity_distances,
+    _check_n_components,
     _geometry,
     _linkage_matrix,
     _tree_from_parents,
@@ -43,7 +44,7 @@ def hybrid_tree(
     optimal_ordering : bool, default=True
         Optimal leaf ordering of the top tree and of each folder's tree.
     n_components : int, default=8
-        Diffusion coordinates of ``"ward"`` (see :func:`hierarchical_tree`).
+        Diffusion coordinates of ``"ward"``, at least 1 (see :func:`hierarchical_tree`).
 
     Returns
     -------
@@ -75,6 +76,7 @@ def hybrid_tree(
     for name, value in (("top", top), ("bottom", bottom)):
         if value not in LINKAGE_METHODS:
             raise ValueError(f"{name} must be one of {LINKAGE_METHODS}, got {value!r}.")
+    n_components = _check_n_components(n_components)
     D, A = _geometry(distances, affinity)
     if A is not None and sp.issparse(A):
         raise ValueError("hybrid_tree needs a dense distance matrix or affinity.")

@@ -448,8 +448,14 @@ class PartitionTree:
         ----------
         children_order : callable
             ``children_order(node, children)`` returns the children ids of
-            ``node`` in the wanted order (a permutation of ``children``).
+            ``node`` in the wanted order (a permutation of ``children``, as
+            integers; whole floats are taken as integers, other values refused).
         """
+        if not callable(children_order):
+            raise TypeError(
+                "children_order must be a callable children_order(node, children), got "
+                f"{type(children_order).__name__}."
+            )
         return _reorder_children(self, children_order)
 
 
@@ -477,8 +483,18 @@ def _reorder_children(tree, children_order):
         if kids.shape[0] == 0:
             order.append(tree.leaf_order[tree.start[node]])
             continue
-        ordered = np.asarray(children_order(node, kids), dtype=np.intp)
+        returned = children_order(node, kids)
+        try:
+            ordered = _as_int_array(returned, "children_order's result", 1)
+        except (TypeError, ValueError) as error:
+            raise type(error)(
+                f"children_order must return the children ids of node {node} (integers, a "
+                f"permutation of {kids.tolist()}), got {returned!r}: {error}"
+            ) from None
         if not np.array_equal(np.sort(ordered), kids):
-            raise ValueError(f"children_order must permute the children of node {node}.")
+            raise ValueError(
+                f"children_order must permute the children of node {node} "
+                f"({kids.tolist()}), got {ordered.tolist()}."
+            )
         stack.extend(ordered[::-1].tolist())
     return PartitionTree.from_levels(tree.to_levels(), leaf_order=np.asarray(order))
