@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
-import numpy as np
 import scipy.sparse as sp
 
 from .._labels import axis_labels, data_of
