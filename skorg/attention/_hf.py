@@ -18,7 +18,8 @@ import weakref
 
 import torch
 
-from ._softmax import Session, name_kind
+from . import _layout
+from ._softmax import Session, current_call, name_kind
 
 TOLERANCE = 1e-5
 SOURCE = "softmax input"
@@ -43,9 +44,7 @@ def is_seq2seq(model):
     return "encoder" in tops and "decoder" in tops
 
 
-def family(model):
-    config = getattr(model, "config", None)
-    return getattr(config, "model_type", None) or type(model).__name__
+family = _layout.family
 
 
 def _model_lock(model):
@@ -112,7 +111,7 @@ class _Capture(Session):
 
     def on_softmax(self, module, logits, probs):
         if self.plan is None:
-            self.probe.append((module, logits.detach(), probs.detach()))
+            self.probe.append((module, logits.detach(), probs.detach(), current_call()))
             return probs
         if module not in self.modules:
             return probs
@@ -125,15 +124,24 @@ class _Capture(Session):
             )
         entry = self.plan[position]
         if entry is not None:
-            kind, layer, sink = entry
-            self.recorder.record_softmax(kind, layer, logits, probs, sink)
+            self._record(entry, logits, probs)
         return probs
 
+    def _record(self, entry, logits, probs):
+        kind, layer, sink, heads = entry
+        if heads is not None:  # a 3-D softmax over (batch * heads, query, key)
+            logits, probs = (t.unflatten(0, (-1, heads)) for t in (logits, probs))
+        self.recorder.record_softmax(kind, layer, logits, probs, sink)
+
     def make_plan(self, groups):
-        """Match every returned attention tensor with the softmax call that produced it."""
+        """Match every returned attention tensor with the softmax call that produced it.
+
+        Returns the plan (or None), the worst mismatch (error, kind, layer) when no call
+        matched, and whether the model returns the softmax input instead of its output.
+        """
         used = set()
-        matched = {}  # probe index -> (kind, layer, sink)
-        worst = None
+        matched = {}  # probe index -> (kind, layer, sink, heads of a 3-D call)
+        worst, scores = None, False
         for kind, tensors in groups:
             start = 0
             for layer, target in enumerate(tensors):
@@ -141,55 +149,107 @@ class _Capture(Session):
                 for i in range(start, len(self.probe)):
                     if i in used:
                         continue
-                    probs = self.probe[i][2]
+                    _, logits, probs, _ = self.probe[i]
+                    heads = _heads_of_3d(probs, target)
+                    if heads is not None:
+                        logits, probs = (t.unflatten(0, (-1, heads)) for t in (logits, probs))
                     sink = _sink_layout(probs, target)
                     if sink is None:
                         continue
                     got = probs[..., :-1] if sink else probs
-                    err = float((got.to(target.dtype) - target).abs().max()) if got.numel() else 0.0
+                    err = _gap(got, target)
+                    if err > TOLERANCE and not sink:  # SqueezeBERT, ProphetNet: the scores
+                        gap = _gap(logits, target)
+                        if gap <= TOLERANCE:
+                            err, scores = gap, True
                     if err <= TOLERANCE:
-                        hit = (i, sink)
+                        hit = (i, sink, heads)
                         break
                     if best is None or err < best[0]:
                         best = (err, kind, layer)
                 if hit is None:
                     if best is not None and (worst is None or best[0] > worst[0]):
                         worst = best
-                    return None, worst
+                    return None, worst, False
                 used.add(hit[0])
-                matched[hit[0]] = (kind, layer, hit[1])
+                matched[hit[0]] = (kind, layer, hit[1], hit[2])
                 start = hit[0] + 1
+        self._check_unmatched(matched)
         self.modules = {self.probe[i][0] for i in matched}
-        plan = []
-        for i, (module, _, _) in enumerate(self.probe):
-            if module in self.modules:
-                plan.append(matched.get(i))
-        self.plan = plan
-        return plan, None
+        self.plan = [matched.get(i) for i, c in enumerate(self.probe) if c[0] in self.modules]
+        return self.plan, None, scores
+
+    def _check_unmatched(self, matched):
+        """Refuse softmax calls that no returned attention accounts for.
+
+        A second call of a layer that repeats the matched one (DiffLlama) is accounted for; any
+        other call of a matched module (PEGASUS-X's local blocks) or a call of an attention
+        module of a matched class that the model does not return (Swin's first blocks) means
+        that the maps would be part of what the model computes.
+        """
+        classes = {type(self.probe[i][0]) for i in matched}
+        last = {}  # call id -> probs of the matched call
+        for i, (module, _, probs, call) in enumerate(self.probe):
+            if i in matched:
+                last[call] = probs
+                continue
+            if type(module) not in classes:
+                continue
+            same = last.get(call)
+            if same is not None and same.shape == probs.shape and torch.equal(same, probs):
+                continue
+            kind = name_kind(self.names.get(module, ""), is_seq2seq(self.model))
+            raise ValueError(
+                f"{family(self.model)}: the {kind} attention module "
+                f"{self.names.get(module, '')!r} calls a softmax of shape "
+                f"{tuple(probs.shape)} that the model's own attentions (output_attentions) do "
+                "not hold (a second softmax in a layer, or a block the model does not return); "
+                "skorg refuses maps that are only part of what the model computes."
+            )
 
     def replay_probe(self):
         """Record the first batch's calls through the plan, then forget them."""
         calls = [c for c in self.probe if c[0] in self.modules]
-        for entry, (_, logits, probs) in zip(self.plan, calls, strict=True):
+        for entry, (_, logits, probs, _) in zip(self.plan, calls, strict=True):
             if entry is not None:
-                kind, layer, sink = entry
-                self.recorder.record_softmax(kind, layer, logits, probs, sink)
+                self._record(entry, logits, probs)
         self.probe = []
 
     def plan_from_names(self):
         """Without output_attentions: every 4-D softmax of the model, labelled by module name."""
         encoder_decoder = is_seq2seq(self.model)
-        counts, plan, modules = {}, [], set()
-        for module, _, probs in self.probe:
+        counts, plan, modules, groups = {}, [], set(), {}
+        for module, _, probs, _ in self.probe:
             if probs.dim() != 4:
                 continue
             kind = name_kind(self.names.get(module, ""), encoder_decoder)
             layer = counts.get(kind, 0)
             counts[kind] = layer + 1
-            plan.append((kind, layer, False))
+            plan.append((kind, layer, False, None))
             modules.add(module)
+            groups.setdefault(kind, []).append(probs)
         self.modules, self.plan = modules, plan
-        return plan
+        return plan, groups
+
+
+def _gap(got, target):
+    """Largest absolute difference, with equal infinities (masked scores) counting as 0."""
+    if not got.numel():
+        return 0.0
+    got = got.to(target.dtype)
+    same = got == target
+    diff = (got - target).abs().masked_fill(same, 0.0)
+    return float(diff.nan_to_num(float("inf")).max())
+
+
+def _heads_of_3d(probs, target):
+    """The head count when a 3-D softmax over (batch * heads, query, key) produced target."""
+    if probs.dim() != 3 or target.dim() != 4:
+        return None
+    b, h = target.shape[:2]
+    if probs.shape[0] != b * h or probs.shape[1] != target.shape[2]:
+        return None
+    return h
 
 
 def _sink_layout(probs, target):
@@ -249,22 +309,27 @@ class Backend:
         return _call(self.model, batch)
 
     def _probe(self, batch):
+        reason = _layout.refusal(self.model)
+        if reason is not None:
+            raise TypeError(reason)
         outputs = _call(self.model, batch, output_attentions=True)
         groups = output_groups(outputs)
         capture = self.capture
         if not groups:
-            if not any(p.dim() == 4 for _, _, p in capture.probe):
+            if not any(p.dim() == 4 for _, _, p, _ in capture.probe):
                 raise TypeError(
                     f"{family(self.model)}: the model returns no attentions with "
                     "output_attentions=True and calls no softmax skorg can see; its attention "
-                    "cannot be read."
+                    f"cannot be read.{_eager_hint(self.model)}"
                 )
-            capture.plan_from_names()
+            _, found = capture.plan_from_names()
+            self._check(batch, list(found.items()), "softmax calls")
             capture.replay_probe()
             self.mode = "names"
             self.recorder.source = "softmax input (the model returns no attentions to check)"
             return outputs
-        plan, worst = capture.make_plan(groups)
+        self._check(batch, groups, "output_attentions")
+        plan, worst, scores = capture.make_plan(groups)
         if plan is None:
             if worst is not None:
                 err, kind, layer = worst
@@ -279,6 +344,15 @@ class Backend:
                     f"{TOLERANCE:g} in {kind} layer {layer}; skorg cannot read this model "
                     f"exactly.{hint}"
                 )
+            n = groups[0][1][0].shape[0]
+            seen = sorted({tuple(p.shape) for _, _, p, _ in capture.probe if p.shape[0] == n})
+            if seen:  # the model assembles its attentions from other softmax calls
+                raise ValueError(
+                    f"{family(self.model)}: the attentions the model returns (shape "
+                    f"{tuple(groups[0][1][0].shape)}) are not the output of any softmax it "
+                    f"calls (shapes {seen[:3]}): they are assembled from banded, blocked or "
+                    "sparse attention, which skorg does not read as query x key maps."
+                )
             capture.probe = []
             self.mode = "outputs"
             self.recorder.source = "output_attentions (logits unavailable)"
@@ -288,7 +362,27 @@ class Backend:
         capture.replay_probe()
         self.mode = "softmax"
         self.recorder.source = "softmax input, checked against output_attentions"
+        if scores:
+            self.recorder.source += (
+                f" (which hold the softmax input for {family(self.model)}: skorg returns the "
+                "softmax output as probabilities)"
+            )
+        self.recorder.source += _layout.note(self.model)
         return outputs
+
+    def _check(self, batch, groups, what):
+        """The layout check of the first batch: axes, heads and layers against the input."""
+        seq2seq = is_seq2seq(self.model)
+        try:
+            plan = layer_counts(self.model)
+        except TypeError:
+            plan = {}
+        for kind, tensors in groups:
+            n_layers, heads = plan.get(kind, (None, None))
+            _layout.check_layout(
+                self.model, kind, tensors, batch, seq2seq=seq2seq, heads=heads,
+                n_layers=n_layers, what=what,
+            )  # fmt: skip
 
     def _record_outputs(self, groups):
         for kind, tensors in groups:
@@ -297,6 +391,14 @@ class Backend:
 
 
 def gating_plan(model):
+    """Number of layers and heads of every kind of attention that masking can gate."""
+    reason = _layout.refusal(model, masking=True)
+    if reason is not None:
+        raise TypeError(reason)
+    return layer_counts(model)
+
+
+def layer_counts(model):
     """Number of layers and heads of every kind of attention of a transformers model."""
     config = model.config
     kinds = {}
@@ -309,13 +411,18 @@ def gating_plan(model):
     else:
         n = _first(config, ("num_hidden_layers", "n_layer", "num_layers", "n_layers"))
         h = _first(config, ("num_attention_heads", "n_head", "num_heads", "n_heads"))
+        attention_layers = _layout.attention_layer_types(config)
+        if attention_layers is not None and n is not None and len(attention_layers) < n:
+            n = len(attention_layers)  # hybrids: their attention layers only, in order
         kinds = {"self": (n, h)}
         if getattr(config, "add_cross_attention", False):
             kinds["cross"] = (n, h)
     missing = [k for k, (n, h) in kinds.items() if n is None or h is None]
     if missing:
         raise TypeError(
-            f"{family(model)}: cannot read the number of layers and heads from the config."
+            f"{family(model)}: its config names no number of attention layers and heads (a "
+            f"model without attention, or one that names them otherwise: {missing} attention); "
+            "its heads cannot be masked."
         )
     return {k: (int(n), int(h)) for k, (n, h) in kinds.items()}
 
@@ -326,6 +433,16 @@ def _first(config, names):
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None
+
+
+def _eager_hint(model):
+    fused = ("Sdpa", "FlashAttention", "Flash2")
+    if not any(any(f in type(m).__name__ for f in fused) for m in model.modules()):
+        return ""
+    return (
+        " This family fixes its attention class when it is built: load it with "
+        "attn_implementation='eager'."
+    )
 
 
 class Gating(Session):
@@ -349,29 +466,45 @@ class Gating(Session):
     def end_forward(self):
         counts = getattr(self.counts, "value", None) or {}
         for kind, gates in self.gates.items():
-            ran = counts.get(kind, 0)
+            ran = counts.get(kind, (None, -1))[1] + 1
             if ran < len(gates):
                 raise RuntimeError(
                     f"{family(self.model)}: only {ran} of {len(gates)} {kind}-attention layers "
                     "ran a softmax that skorg sees, so their heads could not be gated."
+                    + _eager_hint(self.model)
                 )
 
     def on_softmax(self, module, logits, probs):
-        if probs.dim() != 4:
-            return probs
+        name = self.names.get(module, "")
+        attention_like = any(w in name.lower() for w in ("attn", "attention"))
+        if probs.dim() == 3 and not attention_like:
+            return probs  # not attention: 3-D softmax calls are gated in attention modules only
         kind = self.kinds.get(module)
         if kind is None:
-            kind = self.kinds[module] = name_kind(self.names.get(module, ""), self.encoder_decoder)
+            kind = self.kinds[module] = name_kind(name, self.encoder_decoder)
+        gates = self.gates.get(kind)
+        if probs.dim() > 4:
+            if gates is None:
+                return probs
+            raise RuntimeError(
+                f"{family(self.model)}: {kind} attention module {name!r} calls a "
+                f"{probs.dim()}-D softmax of shape {tuple(probs.shape)} (blocked or bucketed "
+                "attention) whose head axis skorg cannot verify; its heads cannot be gated."
+            )
         counts = getattr(self.counts, "value", None)
         if counts is None:
             counts = self.counts.value = {}
-        layer = counts.get(kind, 0)
-        counts[kind] = layer + 1
-        gates = self.gates.get(kind)
+        # one layer per call of an attention module, however many softmaxes that call makes
+        call = current_call()
+        last, layer = counts.get(kind, (None, -1))
+        if call != last or call is None:
+            layer += 1
+        counts[kind] = (call, layer)
         if gates is None:
             return probs
         n_layers, n_heads = self.layouts[kind]
-        if layer >= n_layers or probs.shape[1] != n_heads:
+        three_d = probs.dim() == 3 and probs.shape[0] % n_heads == 0
+        if layer >= n_layers or not (three_d or probs.shape[1] == n_heads):
             raise RuntimeError(
                 f"{family(self.model)}: {kind} attention call {layer} has shape "
                 f"{tuple(probs.shape)}, not (batch, {n_heads} heads, query, key) in one of "
@@ -380,7 +513,10 @@ class Gating(Session):
         gate = gates[layer]
         if gate is None:
             return probs
-        return probs * gate.view(1, -1, 1, 1).to(device=probs.device, dtype=probs.dtype)
+        gate = gate.to(device=probs.device, dtype=probs.dtype)
+        if three_d:  # (batch * heads, query, key), heads varying fastest
+            return (probs.unflatten(0, (-1, n_heads)) * gate.view(1, -1, 1, 1)).flatten(0, 1)
+        return probs * gate.view(1, -1, 1, 1)
 
 
 @contextlib.contextmanager
