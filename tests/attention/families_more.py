@@ -267,7 +267,36 @@ def data2vec_vision_sdpa():  # built with its default (SDPA) attention class
     return model, _pixels(), {}
 
 
+def convbert():  # half of its heads are convolutions (head_ratio=2)
+    model = _make(
+        None, "ConvBertConfig", "ConvBertModel", embedding_size=32, head_ratio=2, **_BERTLIKE
+    )
+    return model, _text(), {}
+
+
+def canine():  # characters downsampled between its stacks
+    model = _make(
+        None, "CanineConfig", "CanineModel", hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=37, downsampling_rate=2, num_hash_buckets=64,
+        local_transformer_stride=4,
+    )  # fmt: skip
+    ids = torch.randint(0, 100, (2, 8), generator=torch.Generator().manual_seed(6))
+    return model, {"input_ids": ids, "attention_mask": torch.ones(2, 8, dtype=torch.long)}, {}
+
+
+def fnet():  # Fourier mixing, no attention
+    model = _make(
+        None, "FNetConfig", "FNetModel", vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+        intermediate_size=37, max_position_embeddings=32,
+    )  # fmt: skip
+    return model, {"input_ids": _text()["input_ids"]}, {}
+
+
+# refused by the layout check alone (no entry in skorg's family table)
 MORE_REFUSED = {
+    "convbert": convbert,
+    "canine": canine,
+    "fnet": fnet,
     "prophetnet": prophetnet,
     "yoso": _bertlike("YosoConfig", "YosoModel", use_expectation=True, conv_window=None),
     "nystromformer-landmarks": nystromformer_landmarks,
