@@ -36,15 +36,8 @@ _LOCKS = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
 
 
-def is_seq2seq(model):
-    """An encoder-decoder model with both stacks (not one stack of it, such as BartEncoder)."""
-    if not getattr(model.config, "is_encoder_decoder", False):
-        return False
-    tops = {name.split(".")[0] for name, _ in model.named_children()}
-    return "encoder" in tops and "decoder" in tops
-
-
 family = _layout.family
+is_seq2seq = _layout.is_seq2seq
 
 
 def _model_lock(model):
@@ -320,7 +313,7 @@ class Backend:
                 raise TypeError(
                     f"{family(self.model)}: the model returns no attentions with "
                     "output_attentions=True and calls no softmax skorg can see; its attention "
-                    f"cannot be read.{_eager_hint(self.model)}"
+                    f"cannot be read.{_layout.eager_hint(self.model)}"
                 )
             _, found = capture.plan_from_names()
             self._check(batch, list(found.items()), "softmax calls")
@@ -374,7 +367,7 @@ class Backend:
         """The layout check of the first batch: axes, heads and layers against the input."""
         seq2seq = is_seq2seq(self.model)
         try:
-            plan = layer_counts(self.model)
+            plan = _layout.layer_counts(self.model)
         except TypeError:
             plan = {}
         for kind, tensors in groups:
@@ -388,143 +381,3 @@ class Backend:
         for kind, tensors in groups:
             for layer, probs in enumerate(tensors):
                 self.recorder.record_probs(kind, layer, probs)
-
-
-def gating_plan(model):
-    """Number of layers and heads of every kind of attention that masking can gate."""
-    reason = _layout.refusal(model, masking=True)
-    if reason is not None:
-        raise TypeError(reason)
-    return layer_counts(model)
-
-
-def layer_counts(model):
-    """Number of layers and heads of every kind of attention of a transformers model."""
-    config = model.config
-    kinds = {}
-    if is_seq2seq(model):
-        enc = _first(config, ("encoder_layers", "num_layers", "num_hidden_layers"))
-        dec = _first(config, ("decoder_layers", "num_decoder_layers", "num_layers"))
-        h_enc = _first(config, ("encoder_attention_heads", "num_heads", "num_attention_heads"))
-        h_dec = _first(config, ("decoder_attention_heads", "num_heads", "num_attention_heads"))
-        kinds = {"encoder": (enc, h_enc), "decoder": (dec, h_dec), "cross": (dec, h_dec)}
-    else:
-        n = _first(config, ("num_hidden_layers", "n_layer", "num_layers", "n_layers"))
-        h = _first(config, ("num_attention_heads", "n_head", "num_heads", "n_heads"))
-        attention_layers = _layout.attention_layer_types(config)
-        if attention_layers is not None and n is not None and len(attention_layers) < n:
-            n = len(attention_layers)  # hybrids: their attention layers only, in order
-        kinds = {"self": (n, h)}
-        if getattr(config, "add_cross_attention", False):
-            kinds["cross"] = (n, h)
-    missing = [k for k, (n, h) in kinds.items() if n is None or h is None]
-    if missing:
-        raise TypeError(
-            f"{family(model)}: its config names no number of attention layers and heads (a "
-            f"model without attention, or one that names them otherwise: {missing} attention); "
-            "its heads cannot be masked."
-        )
-    return {k: (int(n), int(h)) for k, (n, h) in kinds.items()}
-
-
-def _first(config, names):
-    for name in names:
-        value = getattr(config, name, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
-
-
-def _eager_hint(model):
-    fused = ("Sdpa", "FlashAttention", "Flash2")
-    if not any(any(f in type(m).__name__ for f in fused) for m in model.modules()):
-        return ""
-    return (
-        " This family fixes its attention class when it is built: load it with "
-        "attn_implementation='eager'."
-    )
-
-
-class Gating(Session):
-    """Multiplies the attention probabilities of every head by its gate, in every thread.
-
-    Gating the probabilities of head h scales its context ``P_h V_h``, which is exactly gating
-    its slice of the input of the output projection.
-    """
-
-    def __init__(self, model, gates, layouts):
-        super().__init__(model, this_thread_only=False)
-        self.gates = gates  # kind -> tensor (n_layers, n_heads) or None
-        self.layouts = layouts
-        self.encoder_decoder = is_seq2seq(model)
-        self.counts = threading.local()
-        self.kinds = {}
-
-    def start_forward(self):
-        self.counts.value = {}
-
-    def end_forward(self):
-        counts = getattr(self.counts, "value", None) or {}
-        for kind, gates in self.gates.items():
-            ran = counts.get(kind, (None, -1))[1] + 1
-            if ran < len(gates):
-                raise RuntimeError(
-                    f"{family(self.model)}: only {ran} of {len(gates)} {kind}-attention layers "
-                    "ran a softmax that skorg sees, so their heads could not be gated."
-                    + _eager_hint(self.model)
-                )
-
-    def on_softmax(self, module, logits, probs):
-        name = self.names.get(module, "")
-        attention_like = any(w in name.lower() for w in ("attn", "attention"))
-        if probs.dim() == 3 and not attention_like:
-            return probs  # not attention: 3-D softmax calls are gated in attention modules only
-        kind = self.kinds.get(module)
-        if kind is None:
-            kind = self.kinds[module] = name_kind(name, self.encoder_decoder)
-        gates = self.gates.get(kind)
-        if probs.dim() > 4:
-            if gates is None:
-                return probs
-            raise RuntimeError(
-                f"{family(self.model)}: {kind} attention module {name!r} calls a "
-                f"{probs.dim()}-D softmax of shape {tuple(probs.shape)} (blocked or bucketed "
-                "attention) whose head axis skorg cannot verify; its heads cannot be gated."
-            )
-        counts = getattr(self.counts, "value", None)
-        if counts is None:
-            counts = self.counts.value = {}
-        # one layer per call of an attention module, however many softmaxes that call makes
-        call = current_call()
-        last, layer = counts.get(kind, (None, -1))
-        if call != last or call is None:
-            layer += 1
-        counts[kind] = (call, layer)
-        if gates is None:
-            return probs
-        n_layers, n_heads = self.layouts[kind]
-        three_d = probs.dim() == 3 and probs.shape[0] % n_heads == 0
-        if layer >= n_layers or not (three_d or probs.shape[1] == n_heads):
-            raise RuntimeError(
-                f"{family(self.model)}: {kind} attention call {layer} has shape "
-                f"{tuple(probs.shape)}, not (batch, {n_heads} heads, query, key) in one of "
-                f"{n_layers} layers; its heads cannot be gated."
-            )
-        gate = gates[layer]
-        if gate is None:
-            return probs
-        gate = gate.to(device=probs.device, dtype=probs.dtype)
-        if three_d:  # (batch * heads, query, key), heads varying fastest
-            return (probs.unflatten(0, (-1, n_heads)) * gate.view(1, -1, 1, 1)).flatten(0, 1)
-        return probs * gate.view(1, -1, 1, 1)
-
-
-@contextlib.contextmanager
-def gating(model, gates, layers, kind):
-    """Gate the heads of ``layers`` of one kind of attention with ``gates[layer]``."""
-    layouts = gating_plan(model)
-    per_layer = [None] * layouts[kind][0]
-    for layer in layers:
-        per_layer[layer] = gates[layer]
-    with eager(model), Gating(model, {kind: per_layer}, layouts):
-        yield

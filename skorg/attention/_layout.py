@@ -1,4 +1,5 @@
-"""Layout checks of transformers attention, and the families skorg refuses, with the reason.
+"""Layout checks of transformers attention, the layers and heads their configs name, and the
+families skorg refuses, with the reason.
 
 Values alone do not prove that a tensor is a query x key map: a banded (query, window offset)
 tensor, windows folded into the sample axis or a dropped block all hold true probabilities.
@@ -250,3 +251,59 @@ def check_layout(model, kind, tensors, batch, *, seq2seq, heads, n_layers, what)
             f"{name}: it returns {kind} attention for {len(tensors)} layers but has {n_layers} "
             "attention layers; skorg refuses maps with layers missing."
         )
+
+
+def is_seq2seq(model):
+    """An encoder-decoder model with both stacks (not one stack of it, such as BartEncoder)."""
+    if not getattr(model.config, "is_encoder_decoder", False):
+        return False
+    tops = {name.split(".")[0] for name, _ in model.named_children()}
+    return "encoder" in tops and "decoder" in tops
+
+
+def layer_counts(model):
+    """Number of layers and heads of every kind of attention of a transformers model."""
+    config = model.config
+    kinds = {}
+    if is_seq2seq(model):
+        enc = _first(config, ("encoder_layers", "num_layers", "num_hidden_layers"))
+        dec = _first(config, ("decoder_layers", "num_decoder_layers", "num_layers"))
+        h_enc = _first(config, ("encoder_attention_heads", "num_heads", "num_attention_heads"))
+        h_dec = _first(config, ("decoder_attention_heads", "num_heads", "num_attention_heads"))
+        kinds = {"encoder": (enc, h_enc), "decoder": (dec, h_dec), "cross": (dec, h_dec)}
+    else:
+        n = _first(config, ("num_hidden_layers", "n_layer", "num_layers", "n_layers"))
+        h = _first(config, ("num_attention_heads", "n_head", "num_heads", "n_heads"))
+        attention_layers = attention_layer_types(config)
+        if attention_layers is not None and n is not None and len(attention_layers) < n:
+            n = len(attention_layers)  # hybrids: their attention layers only, in order
+        kinds = {"self": (n, h)}
+        if getattr(config, "add_cross_attention", False):
+            kinds["cross"] = (n, h)
+    missing = [k for k, (n, h) in kinds.items() if n is None or h is None]
+    if missing:
+        raise TypeError(
+            f"{family(model)}: its config names no number of attention layers and heads (a "
+            f"model without attention, or one that names them otherwise: {missing} attention); "
+            "its heads cannot be masked."
+        )
+    return {k: (int(n), int(h)) for k, (n, h) in kinds.items()}
+
+
+def _first(config, names):
+    for name in names:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def eager_hint(model):
+    """A hint for families that fix a fused attention class when they are built."""
+    fused = ("Sdpa", "FlashAttention", "Flash2")
+    if not any(any(f in type(m).__name__ for f in fused) for m in model.modules()):
+        return ""
+    return (
+        " This family fixes its attention class when it is built: load it with "
+        "attn_implementation='eager'."
+    )
