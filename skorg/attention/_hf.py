@@ -18,7 +18,7 @@ import weakref
 
 import torch
 
-from . import _layout
+from . import _banded, _layout
 from ._softmax import Session, current_call, name_kind
 
 TOLERANCE = 1e-5
@@ -94,20 +94,24 @@ class _Capture(Session):
     def __init__(self, model, recorder):
         super().__init__(model, this_thread_only=True)
         self.recorder = recorder
-        self.plan = None  # per call in an attention module: (kind, layer, sink) or None
+        self.plan = None  # per call in an attention module: (kind, layer, sink, heads) or None
         self.modules = None
         self.probe = []
         self.position = 0
+        self.banded = _banded.Banded(model) if family(model) == "longformer" else None
 
     def start_forward(self):
         self.position = 0
 
     def on_softmax(self, module, logits, probs):
+        output = probs
+        if self.banded is not None and self.banded.applies(module):
+            logits, probs = self.banded.expand_call(logits, probs)
         if self.plan is None:
             self.probe.append((module, logits.detach(), probs.detach(), current_call()))
-            return probs
+            return output
         if module not in self.modules:
-            return probs
+            return output
         position = self.position
         self.position += 1
         if position >= len(self.plan):
@@ -118,7 +122,7 @@ class _Capture(Session):
         entry = self.plan[position]
         if entry is not None:
             self._record(entry, logits, probs)
-        return probs
+        return output
 
     def _record(self, entry, logits, probs):
         kind, layer, sink, heads = entry
@@ -293,6 +297,8 @@ class Backend:
                 yield self
 
     def run(self, batch):
+        if self.capture.banded is not None:
+            self.capture.banded.prepare(batch)
         if self.mode is None:
             return self._probe(batch)
         if self.mode == "outputs":
@@ -321,6 +327,8 @@ class Backend:
             self.mode = "names"
             self.recorder.source = "softmax input (the model returns no attentions to check)"
             return outputs
+        if capture.banded is not None:
+            groups = [(k, [capture.banded.expand_output(t) for t in ts]) for k, ts in groups]
         self._check(batch, groups, "output_attentions")
         plan, worst, scores = capture.make_plan(groups)
         if plan is None:
@@ -361,6 +369,8 @@ class Backend:
                 "softmax output as probabilities)"
             )
         self.recorder.source += _layout.note(self.model)
+        if capture.banded is not None:
+            self.recorder.source += _banded.SOURCE
         return outputs
 
     def _check(self, batch, groups, what):

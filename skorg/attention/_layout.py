@@ -31,7 +31,6 @@ _STAGES = (
 
 # model_type -> reason (a string, or a function of the config returning a string or None)
 _REFUSED = {
-    "longformer": _BANDED,
     "led": "its encoder runs Longformer's " + _BANDED,
     "swin": _WINDOWED,
     "swinv2": _WINDOWED,
@@ -83,6 +82,11 @@ _REFUSED = {
 
 # families whose maps are read exactly but whose heads cannot be gated one by one
 _NOT_GATEABLE = {
+    "longformer": (
+        "sliding-window attention: its softmax is laid out (batch, sequence, heads, window), "
+        "so a gate on the head axis of a (batch, heads, query, key) softmax would land on "
+        "sequence positions"
+    ),
     "diffllama": (
         "differential attention: the model combines softmax heads h and h + H/2 as "
         "P_h - lambda * P_(h + H/2) and normalizes the difference, so zeroing one softmax head "

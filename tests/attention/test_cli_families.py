@@ -92,7 +92,8 @@ def _one_line_exit_2(argv, capsys):
     return lines[0]
 
 
-def test_attention_command_on_a_longformer_directory_exits_2_with_the_reason(tmp_path, capsys):
+def test_attention_command_on_a_longformer_directory_exits_2_at_masking(tmp_path, capsys):
+    """Its maps are read (test_banded.py); the report's pruning masks heads, which is refused."""
     from .families_long import longformer
 
     model, _, _ = longformer()
@@ -104,7 +105,7 @@ def test_attention_command_on_a_longformer_directory_exits_2_with_the_reason(tmp
     argv = ["attention", "--model", model_dir, "--text-file", text, "--max-length", 8]
     line = _one_line_exit_2([*argv, "-o", tmp_path / "out", "--quiet"], capsys)
     assert line.startswith(f"skorg: error: cannot analyse the attention of {model_dir}: ")
-    assert "longformer: sliding-window attention" in line and "refuses this family" in line
+    assert "longformer: sliding-window attention" in line and "refuses to mask" in line
 
 
 def test_attention_command_on_a_swin_directory_exits_2_with_one_line(tmp_path, capsys):
