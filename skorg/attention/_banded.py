@@ -6,7 +6,8 @@ a (batch, head, query, key) map in which the keys outside a query's window are m
 ``-inf``, probability 0, ``mask`` False), never zero-probability keys that the query could
 have attended. The query rows of padding tokens, which the model zeroes after its softmax, have
 no allowed key. Global attention (``global_attention_mask``) adds global keys to every row and a
-second softmax for the global queries; it is refused.
+second softmax for the global queries; it is refused. Head masking gates the heads on axis 2
+of that softmax (skorg/attention/_hf_gating.py).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class Banded:
             )
         if hasattr(batch, "get") and batch.get("global_attention_mask") is not None:
             if bool(batch["global_attention_mask"].any()):
-                raise ValueError(_GLOBAL)
+                raise ValueError(GLOBAL)
         self.length = ids.shape[1]
         mask = batch.get("attention_mask") if hasattr(batch, "get") else None
         self.padding = None if mask is None else mask == 0
@@ -63,7 +64,7 @@ class Banded:
     def expand_call(self, logits, probs):
         """One softmax call (batch, padded query, head, offset) as (batch, head, query, key)."""
         if probs.dim() != 4 or probs.shape[-1] not in self.widths:
-            raise ValueError(_GLOBAL)
+            raise ValueError(GLOBAL)
         n = self.length
         logits = expand(logits.transpose(1, 2)[:, :, :n], n, float("-inf"))
         probs = expand(probs.transpose(1, 2)[:, :, :n], n, 0.0)
@@ -76,11 +77,11 @@ class Banded:
     def expand_output(self, attention):
         """One returned attention (batch, head, query, offset) as (batch, head, query, key)."""
         if attention.dim() != 4 or attention.shape[-1] not in self.widths:
-            raise ValueError(_GLOBAL)
+            raise ValueError(GLOBAL)
         return expand(attention, self.length, 0.0)
 
 
-_GLOBAL = (
+GLOBAL = (
     "longformer: global attention (global_attention_mask, set by some task heads) adds the "
     "global tokens as keys of every row and a second softmax for the global queries; skorg "
     "reads its sliding-window attention without global tokens only, so it refuses this input."

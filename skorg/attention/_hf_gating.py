@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
-from . import _layout
+from . import _banded, _layout
 from ._hf import eager
 from ._softmax import Session, current_call, name_kind
 
@@ -34,6 +34,8 @@ class Gating(Session):
         self.encoder_decoder = _layout.is_seq2seq(model)
         self.counts = threading.local()
         self.kinds = {}
+        # Longformer: its softmax is (batch, sequence, heads, window), the heads on axis 2
+        self.banded = _banded.Banded(model) if family(model) == "longformer" else None
 
     def start_forward(self):
         self.counts.value = {}
@@ -78,6 +80,18 @@ class Gating(Session):
         if gates is None:
             return probs
         n_layers, n_heads = self.layouts[kind]
+        if self.banded is not None and self.banded.applies(module):
+            if probs.dim() != 4 or probs.shape[-1] not in self.banded.widths:
+                raise ValueError(_banded.GLOBAL)
+            if layer >= n_layers or probs.shape[2] != n_heads:
+                raise RuntimeError(
+                    f"longformer: attention call {layer} has shape {tuple(probs.shape)}, not "
+                    f"(batch, sequence, {n_heads} heads, window); its heads cannot be gated."
+                )
+            gate = gates[layer]
+            if gate is None:
+                return probs
+            return probs * gate.to(device=probs.device, dtype=probs.dtype).view(1, 1, -1, 1)
         three_d = probs.dim() == 3 and probs.shape[0] % n_heads == 0
         if layer >= n_layers or not (three_d or probs.shape[1] == n_heads):
             raise RuntimeError(

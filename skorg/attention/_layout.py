@@ -82,11 +82,6 @@ _REFUSED = {
 
 # families whose maps are read exactly but whose heads cannot be gated one by one
 _NOT_GATEABLE = {
-    "longformer": (
-        "sliding-window attention: its softmax is laid out (batch, sequence, heads, window), "
-        "so a gate on the head axis of a (batch, heads, query, key) softmax would land on "
-        "sequence positions"
-    ),
     "diffllama": (
         "differential attention: the model combines softmax heads h and h + H/2 as "
         "P_h - lambda * P_(h + H/2) and normalizes the difference, so zeroing one softmax head "

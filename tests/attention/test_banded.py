@@ -12,6 +12,7 @@ import torch
 from skorg.attention import extract_attention
 
 from .families_long import longformer
+from .test_families import _mask_one_head, eager_everywhere
 
 
 @pytest.mark.parametrize("seq", [7, 8])  # 7: the model pads to a multiple of its window
@@ -51,3 +52,12 @@ def test_longformer_global_attention_is_refused():
     glob[:, 0] = 1
     with pytest.raises(ValueError, match=r"^longformer: global attention .* refuses this input"):
         extract_attention(model, {**batch, "global_attention_mask": glob})
+
+
+@pytest.mark.parametrize("seq", [8, 4])  # 4: as many tokens as heads
+def test_longformer_mask_removes_exactly_one_head(seq):
+    # its softmax is (batch, sequence, heads, window): the gate must land on axis 2
+    model, batch, _ = longformer(seq=seq, heads=4)
+    assert seq != 4 or batch["input_ids"].shape[1] == model.config.num_attention_heads
+    with eager_everywhere(model):
+        _mask_one_head("longformer", model, batch, {"self": r"attention\.output\.dense$"})

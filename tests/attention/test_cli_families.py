@@ -92,8 +92,8 @@ def _one_line_exit_2(argv, capsys):
     return lines[0]
 
 
-def test_attention_command_on_a_longformer_directory_exits_2_at_masking(tmp_path, capsys):
-    """Its maps are read (test_banded.py); the report's pruning masks heads, which is refused."""
+def test_attention_command_on_a_longformer_directory(tmp_path, capsys):
+    """Its sliding-window maps (test_banded.py) go through the whole report."""
     from .families_long import longformer
 
     model, _, _ = longformer()
@@ -102,10 +102,16 @@ def test_attention_command_on_a_longformer_directory_exits_2_at_masking(tmp_path
     _save_tokenizer(model_dir, 60)
     text = model_dir / "text.txt"
     text.write_text("w1 w2 w3 w4 w5 w6\nw7 w8 w9\n")
+    out_dir = tmp_path / "out"
     argv = ["attention", "--model", model_dir, "--text-file", text, "--max-length", 8]
-    line = _one_line_exit_2([*argv, "-o", tmp_path / "out", "--quiet"], capsys)
-    assert line.startswith(f"skorg: error: cannot analyse the attention of {model_dir}: ")
-    assert "longformer: sliding-window attention" in line and "refuses to mask" in line
+    code = main([str(a) for a in [*argv, "--prune-steps", 2, "-o", out_dir, "--quiet"]])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    results = json.loads((out_dir / "results.json").read_text())
+    heads = results["tables"]["head_scores"]
+    assert len(heads) == 2 * 4
+    for row in heads:
+        assert all(np.isfinite(v) for v in row.values() if isinstance(v, float))
 
 
 def test_attention_command_on_a_swin_directory_exits_2_with_one_line(tmp_path, capsys):
