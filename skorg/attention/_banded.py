@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import torch
 
+FAMILIES = ("longformer", "led")  # LED: its encoder
+_CLASSES = ("LongformerSelfAttention", "LEDEncoderSelfAttention")
+
 SOURCE = (
-    "; sliding-window attention placed on the query x key grid: the keys outside each "
-    "query's window are masked (logits -inf, mask False)"
+    "; sliding-window attention (LED: its encoder's) placed on the query x key grid: the "
+    "keys outside each query's window are masked (logits -inf, mask False)"
 )
 
 
@@ -36,7 +39,8 @@ class Banded:
 
     def __init__(self, model):
         self.model = model
-        self.modules = {m for m in model.modules() if type(m).__name__ == "LongformerSelfAttention"}
+        self.family = model.config.model_type
+        self.modules = {m for m in model.modules() if type(m).__name__ in _CLASSES}
         windows = model.config.attention_window
         windows = windows if isinstance(windows, list | tuple) else [windows]
         self.widths = {int(w) + 1 for w in windows}
@@ -48,15 +52,18 @@ class Banded:
         ids = batch.get("input_ids") if hasattr(batch, "get") else batch
         if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
             raise TypeError(
-                "longformer: skorg reads its sliding-window attention from input_ids of shape "
-                "(batch, sequence)."
+                f"{self.family}: skorg reads its sliding-window attention from input_ids of "
+                "shape (batch, sequence)."
             )
         if hasattr(batch, "get") and batch.get("global_attention_mask") is not None:
             if bool(batch["global_attention_mask"].any()):
-                raise ValueError(GLOBAL)
+                raise ValueError(self.refusal())
         self.length = ids.shape[1]
         mask = batch.get("attention_mask") if hasattr(batch, "get") else None
         self.padding = None if mask is None else mask == 0
+
+    def refusal(self):
+        return f"{self.family}: {GLOBAL}"
 
     def applies(self, module):
         return module in self.modules
@@ -64,7 +71,7 @@ class Banded:
     def expand_call(self, logits, probs):
         """One softmax call (batch, padded query, head, offset) as (batch, head, query, key)."""
         if probs.dim() != 4 or probs.shape[-1] not in self.widths:
-            raise ValueError(GLOBAL)
+            raise ValueError(self.refusal())
         n = self.length
         logits = expand(logits.transpose(1, 2)[:, :, :n], n, float("-inf"))
         probs = expand(probs.transpose(1, 2)[:, :, :n], n, 0.0)
@@ -74,15 +81,21 @@ class Banded:
             probs = probs.masked_fill(rows, 0.0)
         return logits, probs
 
+    def expand_outputs(self, kind, attentions):
+        """The returned attentions of one kind: the self-attention of the banded stack expanded."""
+        if kind not in ("self", "encoder"):  # LED's decoder and cross-attention are full
+            return attentions
+        return [self.expand_output(t) for t in attentions]
+
     def expand_output(self, attention):
         """One returned attention (batch, head, query, offset) as (batch, head, query, key)."""
         if attention.dim() != 4 or attention.shape[-1] not in self.widths:
-            raise ValueError(GLOBAL)
+            raise ValueError(self.refusal())
         return expand(attention, self.length, 0.0)
 
 
 GLOBAL = (
-    "longformer: global attention (global_attention_mask, set by some task heads) adds the "
+    "global attention (global_attention_mask, set by some task heads) adds the "
     "global tokens as keys of every row and a second softmax for the global queries; skorg "
     "reads its sliding-window attention without global tokens only, so it refuses this input."
 )

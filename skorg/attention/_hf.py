@@ -98,7 +98,7 @@ class _Capture(Session):
         self.modules = None
         self.probe = []
         self.position = 0
-        self.banded = _banded.Banded(model) if family(model) == "longformer" else None
+        self.banded = _banded.Banded(model) if family(model) in _banded.FAMILIES else None
 
     def start_forward(self):
         self.position = 0
@@ -328,7 +328,15 @@ class Backend:
             self.recorder.source = "softmax input (the model returns no attentions to check)"
             return outputs
         if capture.banded is not None:
-            groups = [(k, [capture.banded.expand_output(t) for t in ts]) for k, ts in groups]
+            groups = [
+                (
+                    k,
+                    [capture.banded.expand_output(t) for t in ts]
+                    if k in ("self", "encoder")
+                    else ts,
+                )
+                for k, ts in groups
+            ]
         self._check(batch, groups, "output_attentions")
         plan, worst, scores = capture.make_plan(groups)
         if plan is None:

@@ -35,7 +35,7 @@ class Gating(Session):
         self.counts = threading.local()
         self.kinds = {}
         # Longformer: its softmax is (batch, sequence, heads, window), the heads on axis 2
-        self.banded = _banded.Banded(model) if family(model) == "longformer" else None
+        self.banded = _banded.Banded(model) if family(model) in _banded.FAMILIES else None
 
     def start_forward(self):
         self.counts.value = {}
@@ -82,11 +82,12 @@ class Gating(Session):
         n_layers, n_heads = self.layouts[kind]
         if self.banded is not None and self.banded.applies(module):
             if probs.dim() != 4 or probs.shape[-1] not in self.banded.widths:
-                raise ValueError(_banded.GLOBAL)
+                raise ValueError(self.banded.refusal())
             if layer >= n_layers or probs.shape[2] != n_heads:
                 raise RuntimeError(
-                    f"longformer: attention call {layer} has shape {tuple(probs.shape)}, not "
-                    f"(batch, sequence, {n_heads} heads, window); its heads cannot be gated."
+                    f"{family(self.model)}: attention call {layer} has shape "
+                    f"{tuple(probs.shape)}, not (batch, sequence, {n_heads} heads, window); its "
+                    "heads cannot be gated."
                 )
             gate = gates[layer]
             if gate is None:

@@ -20,10 +20,6 @@ _WINDOWED = (
     "sample axis holds windows, not images) and output_attentions holds only the last block of "
     "each stage"
 )
-_BANDED = (
-    "sliding-window attention: each query's softmax runs over a band of key offsets around it "
-    "and the global tokens (a query x offset tensor, whose columns are not the input's keys)"
-)
 _STAGES = (
     "layers of different sizes (pooled or subsampled stages) cannot be stacked into one "
     "(layer, head, query, key) tensor"
@@ -31,7 +27,6 @@ _STAGES = (
 
 # model_type -> reason (a string, or a function of the config returning a string or None)
 _REFUSED = {
-    "led": "its encoder runs Longformer's " + _BANDED,
     "swin": _WINDOWED,
     "swinv2": _WINDOWED,
     "donut-swin": _WINDOWED,

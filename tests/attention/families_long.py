@@ -198,7 +198,6 @@ LONG_EXACT = {
 
 # refused, each with its reason
 LONG_REFUSED = {
-    "led": led,
     "big-bird-sparse": big_bird_sparse,
     "swin": _swin("SwinConfig", "SwinModel", [2], [2]),
     "swin-2stages": _swin("SwinConfig", "SwinModel", [2, 2], [2, 4]),

@@ -11,19 +11,39 @@ import torch
 
 from skorg.attention import extract_attention
 
-from .families_long import longformer
+from .families_long import led, longformer
 from .test_families import _mask_one_head, eager_everywhere
 
 
-@pytest.mark.parametrize("seq", [7, 8])  # 7: the model pads to a multiple of its window
-def test_longformer_maps_are_the_band_placed_at_its_keys(seq):
-    model, batch, _ = longformer(seq=seq)
-    maps = extract_attention(model, batch)
-    assert maps.probs.shape == (2, 2, 4, seq, seq) and "window are masked" in maps.source
-    model.config._attn_implementation_internal = "eager"
-    with torch.no_grad():
+def _case(case):
+    """Batch, maps and the model's eager band of one case (LED: its other kinds checked)."""
+    if case == "led":  # its encoder is Longformer's; its decoder and cross-attention are full
+        model, batch, _ = led()
+        maps = extract_attention(model, batch)
+        field, full = "encoder_attentions", maps
+        maps = full["encoder"]
+    else:
+        seq = int(case.split("-")[1])
+        model, batch, _ = longformer(seq=seq)
+        maps = full = extract_attention(model, batch)
+        field = "attentions"
+    with eager_everywhere(model), torch.no_grad():
         out = model(**batch, output_attentions=True)
-    band = torch.stack(out.attentions, 1).double().numpy()  # (batch, layer, head, query, 2w+1)
+    if case == "led":
+        for kind in ("decoder", "cross"):
+            ref = torch.stack(out[f"{kind}_attentions"], 1).double().numpy()
+            allowed = np.isfinite(full[kind].logits)
+            np.testing.assert_allclose(full[kind].probs[allowed], ref[allowed], atol=1e-5)
+    band = torch.stack(out[field], 1).double().numpy()  # (batch, layer, head, query, 2w+1)
+    return batch, maps, band
+
+
+# longformer-7: the model pads its 7 tokens to a multiple of its window
+@pytest.mark.parametrize("case", ["longformer-7", "longformer-8", "led"])
+def test_sliding_window_maps_are_the_band_placed_at_its_keys(case):
+    batch, maps, band = _case(case)
+    seq = batch["input_ids"].shape[1]
+    assert maps.probs.shape == (2, 2, 4, seq, seq) and "window are masked" in maps.source
     w = (band.shape[-1] - 1) // 2
     real = batch["attention_mask"].numpy().astype(bool)
     covered = np.zeros(maps.probs.shape, dtype=bool)
@@ -61,3 +81,14 @@ def test_longformer_mask_removes_exactly_one_head(seq):
     assert seq != 4 or batch["input_ids"].shape[1] == model.config.num_attention_heads
     with eager_everywhere(model):
         _mask_one_head("longformer", model, batch, {"self": r"attention\.output\.dense$"})
+
+
+def test_led_mask_removes_exactly_one_head_of_every_kind():
+    model, batch, _ = led()
+    out_proj = {
+        "encoder": r"encoder\.layers\.\d+\.self_attn\.output$",
+        "decoder": r"decoder\.layers\.\d+\.self_attn\.out_proj$",
+        "cross": r"encoder_attn\.out_proj$",
+    }
+    with eager_everywhere(model):
+        _mask_one_head("led", model, batch, out_proj)

@@ -1,7 +1,6 @@
 """Families skorg refuses, each with a one-line message that names the family and the reason.
 
-Refused: attention that is not a full query x key map of the input (banded with global tokens,
-windowed, blocked,
+Refused: attention that is not a full query x key map of the input (windowed, blocked,
 bucketed, pooled, approximated) and attention-free families. The refusals come from the family
 table; with that table emptied, the layout self-check of the first batch (sample axis, heads,
 query and key lengths against the input, layers of one size, 4-D probabilities) still refuses
@@ -21,7 +20,6 @@ REFUSED = {**LONG_REFUSED, **MORE_REFUSED}
 
 # family -> what the extraction message must say (the family name and why)
 _WHY = {
-    "led": r"^led: its encoder runs Longformer's sliding-window",
     "big-bird-sparse": r"^big_bird: the attentions the model returns .* not the output of any "
     r"softmax it calls .* banded, blocked or sparse",
     "swin": r"^swin: windowed attention",
@@ -51,7 +49,6 @@ _WHY = {
 
 # with the family table emptied: the layout check's own reason (None: same message as above)
 _LAYOUT = {
-    "led": r"encoder attention is 8 queries x 5 keys for an input of 8 x 8 tokens",
     "swin": r"sample axis of its self attention holds 8 entries for a batch of 2",
     "swin-2stages": r"self layers have attention maps of different sizes",
     "swinv2": r"sample axis of its self attention holds 8 entries for a batch of 2",
