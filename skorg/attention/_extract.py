@@ -246,7 +246,11 @@ def extract_attention(
         so every score modification of the family (scaling, relative position bias, ALiBi,
         soft-capping, sinks, sliding windows, masks, grouped-query heads) is in the result.
         On the first batch the model's own ``output_attentions`` are compared with what skorg
-        reads, and a difference beyond 1e-5 raises an error naming the family. Plain modules
+        reads, and a difference beyond 1e-5 raises an error naming the family; the layout is
+        checked too (one sample per input, the config's heads, query and key lengths equal
+        to the text's tokens, layers of one size, no layer or softmax call left out), and a
+        family whose attention is not a full query x key map (banded, windowed, blocked,
+        pooled, approximated, attention-free) is refused with the reason. Plain modules
         are read through hooks on their ``nn.MultiheadAttention`` layers (also when these are
         called with ``need_weights=False``); TransformerLens models (``HookedTransformer`` and
         ``TransformerBridge``) through their ``hook_attn_scores`` and ``hook_pattern`` hooks;

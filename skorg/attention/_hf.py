@@ -18,7 +18,8 @@ import weakref
 
 import torch
 
-from ._softmax import Session, name_kind
+from . import _banded, _layout
+from ._softmax import Session, current_call, name_kind
 
 TOLERANCE = 1e-5
 SOURCE = "softmax input"
@@ -35,17 +36,8 @@ _LOCKS = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
 
 
-def is_seq2seq(model):
-    """An encoder-decoder model with both stacks (not one stack of it, such as BartEncoder)."""
-    if not getattr(model.config, "is_encoder_decoder", False):
-        return False
-    tops = {name.split(".")[0] for name, _ in model.named_children()}
-    return "encoder" in tops and "decoder" in tops
-
-
-def family(model):
-    config = getattr(model, "config", None)
-    return getattr(config, "model_type", None) or type(model).__name__
+family = _layout.family
+is_seq2seq = _layout.is_seq2seq
 
 
 def _model_lock(model):
@@ -102,20 +94,24 @@ class _Capture(Session):
     def __init__(self, model, recorder):
         super().__init__(model, this_thread_only=True)
         self.recorder = recorder
-        self.plan = None  # per call in an attention module: (kind, layer, sink) or None
+        self.plan = None  # per call in an attention module: (kind, layer, sink, heads) or None
         self.modules = None
         self.probe = []
         self.position = 0
+        self.banded = _banded.Banded(model) if family(model) in _banded.FAMILIES else None
 
     def start_forward(self):
         self.position = 0
 
     def on_softmax(self, module, logits, probs):
+        output = probs
+        if self.banded is not None and self.banded.applies(module):
+            logits, probs = self.banded.expand_call(logits, probs)
         if self.plan is None:
-            self.probe.append((module, logits.detach(), probs.detach()))
-            return probs
+            self.probe.append((module, logits.detach(), probs.detach(), current_call()))
+            return output
         if module not in self.modules:
-            return probs
+            return output
         position = self.position
         self.position += 1
         if position >= len(self.plan):
@@ -125,15 +121,24 @@ class _Capture(Session):
             )
         entry = self.plan[position]
         if entry is not None:
-            kind, layer, sink = entry
-            self.recorder.record_softmax(kind, layer, logits, probs, sink)
-        return probs
+            self._record(entry, logits, probs)
+        return output
+
+    def _record(self, entry, logits, probs):
+        kind, layer, sink, heads = entry
+        if heads is not None:  # a 3-D softmax over (batch * heads, query, key)
+            logits, probs = (t.unflatten(0, (-1, heads)) for t in (logits, probs))
+        self.recorder.record_softmax(kind, layer, logits, probs, sink)
 
     def make_plan(self, groups):
-        """Match every returned attention tensor with the softmax call that produced it."""
+        """Match every returned attention tensor with the softmax call that produced it.
+
+        Returns the plan (or None), the worst mismatch (error, kind, layer) when no call
+        matched, and whether the model returns the softmax input instead of its output.
+        """
         used = set()
-        matched = {}  # probe index -> (kind, layer, sink)
-        worst = None
+        matched = {}  # probe index -> (kind, layer, sink, heads of a 3-D call)
+        worst, scores = None, False
         for kind, tensors in groups:
             start = 0
             for layer, target in enumerate(tensors):
@@ -141,55 +146,107 @@ class _Capture(Session):
                 for i in range(start, len(self.probe)):
                     if i in used:
                         continue
-                    probs = self.probe[i][2]
+                    _, logits, probs, _ = self.probe[i]
+                    heads = _heads_of_3d(probs, target)
+                    if heads is not None:
+                        logits, probs = (t.unflatten(0, (-1, heads)) for t in (logits, probs))
                     sink = _sink_layout(probs, target)
                     if sink is None:
                         continue
                     got = probs[..., :-1] if sink else probs
-                    err = float((got.to(target.dtype) - target).abs().max()) if got.numel() else 0.0
+                    err = _gap(got, target)
+                    if err > TOLERANCE and not sink:  # SqueezeBERT, ProphetNet: the scores
+                        gap = _gap(logits, target)
+                        if gap <= TOLERANCE:
+                            err, scores = gap, True
                     if err <= TOLERANCE:
-                        hit = (i, sink)
+                        hit = (i, sink, heads)
                         break
                     if best is None or err < best[0]:
                         best = (err, kind, layer)
                 if hit is None:
                     if best is not None and (worst is None or best[0] > worst[0]):
                         worst = best
-                    return None, worst
+                    return None, worst, False
                 used.add(hit[0])
-                matched[hit[0]] = (kind, layer, hit[1])
+                matched[hit[0]] = (kind, layer, hit[1], hit[2])
                 start = hit[0] + 1
+        self._check_unmatched(matched)
         self.modules = {self.probe[i][0] for i in matched}
-        plan = []
-        for i, (module, _, _) in enumerate(self.probe):
-            if module in self.modules:
-                plan.append(matched.get(i))
-        self.plan = plan
-        return plan, None
+        self.plan = [matched.get(i) for i, c in enumerate(self.probe) if c[0] in self.modules]
+        return self.plan, None, scores
+
+    def _check_unmatched(self, matched):
+        """Refuse softmax calls that no returned attention accounts for.
+
+        A second call of a layer that repeats the matched one (DiffLlama) is accounted for; any
+        other call of a matched module (PEGASUS-X's local blocks) or a call of an attention
+        module of a matched class that the model does not return (Swin's first blocks) means
+        that the maps would be part of what the model computes.
+        """
+        classes = {type(self.probe[i][0]) for i in matched}
+        last = {}  # call id -> probs of the matched call
+        for i, (module, _, probs, call) in enumerate(self.probe):
+            if i in matched:
+                last[call] = probs
+                continue
+            if type(module) not in classes:
+                continue
+            same = last.get(call)
+            if same is not None and same.shape == probs.shape and torch.equal(same, probs):
+                continue
+            kind = name_kind(self.names.get(module, ""), is_seq2seq(self.model))
+            raise ValueError(
+                f"{family(self.model)}: the {kind} attention module "
+                f"{self.names.get(module, '')!r} calls a softmax of shape "
+                f"{tuple(probs.shape)} that the model's own attentions (output_attentions) do "
+                "not hold (a second softmax in a layer, or a block the model does not return); "
+                "skorg refuses maps that are only part of what the model computes."
+            )
 
     def replay_probe(self):
         """Record the first batch's calls through the plan, then forget them."""
         calls = [c for c in self.probe if c[0] in self.modules]
-        for entry, (_, logits, probs) in zip(self.plan, calls, strict=True):
+        for entry, (_, logits, probs, _) in zip(self.plan, calls, strict=True):
             if entry is not None:
-                kind, layer, sink = entry
-                self.recorder.record_softmax(kind, layer, logits, probs, sink)
+                self._record(entry, logits, probs)
         self.probe = []
 
     def plan_from_names(self):
         """Without output_attentions: every 4-D softmax of the model, labelled by module name."""
         encoder_decoder = is_seq2seq(self.model)
-        counts, plan, modules = {}, [], set()
-        for module, _, probs in self.probe:
+        counts, plan, modules, groups = {}, [], set(), {}
+        for module, _, probs, _ in self.probe:
             if probs.dim() != 4:
                 continue
             kind = name_kind(self.names.get(module, ""), encoder_decoder)
             layer = counts.get(kind, 0)
             counts[kind] = layer + 1
-            plan.append((kind, layer, False))
+            plan.append((kind, layer, False, None))
             modules.add(module)
+            groups.setdefault(kind, []).append(probs)
         self.modules, self.plan = modules, plan
-        return plan
+        return plan, groups
+
+
+def _gap(got, target):
+    """Largest absolute difference, with equal infinities (masked scores) counting as 0."""
+    if not got.numel():
+        return 0.0
+    got = got.to(target.dtype)
+    same = got == target
+    diff = (got - target).abs().masked_fill(same, 0.0)
+    return float(diff.nan_to_num(float("inf")).max())
+
+
+def _heads_of_3d(probs, target):
+    """The head count when a 3-D softmax over (batch * heads, query, key) produced target."""
+    if probs.dim() != 3 or target.dim() != 4:
+        return None
+    b, h = target.shape[:2]
+    if probs.shape[0] != b * h or probs.shape[1] != target.shape[2]:
+        return None
+    return h
 
 
 def _sink_layout(probs, target):
@@ -240,6 +297,8 @@ class Backend:
                 yield self
 
     def run(self, batch):
+        if self.capture.banded is not None:
+            self.capture.banded.prepare(batch)
         if self.mode is None:
             return self._probe(batch)
         if self.mode == "outputs":
@@ -249,22 +308,37 @@ class Backend:
         return _call(self.model, batch)
 
     def _probe(self, batch):
+        reason = _layout.refusal(self.model)
+        if reason is not None:
+            raise TypeError(reason)
         outputs = _call(self.model, batch, output_attentions=True)
         groups = output_groups(outputs)
         capture = self.capture
         if not groups:
-            if not any(p.dim() == 4 for _, _, p in capture.probe):
+            if not any(p.dim() == 4 for _, _, p, _ in capture.probe):
                 raise TypeError(
                     f"{family(self.model)}: the model returns no attentions with "
                     "output_attentions=True and calls no softmax skorg can see; its attention "
-                    "cannot be read."
+                    f"cannot be read.{_layout.eager_hint(self.model)}"
                 )
-            capture.plan_from_names()
+            _, found = capture.plan_from_names()
+            self._check(batch, list(found.items()), "softmax calls")
             capture.replay_probe()
             self.mode = "names"
             self.recorder.source = "softmax input (the model returns no attentions to check)"
             return outputs
-        plan, worst = capture.make_plan(groups)
+        if capture.banded is not None:
+            groups = [
+                (
+                    k,
+                    [capture.banded.expand_output(t) for t in ts]
+                    if k in ("self", "encoder")
+                    else ts,
+                )
+                for k, ts in groups
+            ]
+        self._check(batch, groups, "output_attentions")
+        plan, worst, scores = capture.make_plan(groups)
         if plan is None:
             if worst is not None:
                 err, kind, layer = worst
@@ -279,6 +353,15 @@ class Backend:
                     f"{TOLERANCE:g} in {kind} layer {layer}; skorg cannot read this model "
                     f"exactly.{hint}"
                 )
+            n = groups[0][1][0].shape[0]
+            seen = sorted({tuple(p.shape) for _, _, p, _ in capture.probe if p.shape[0] == n})
+            if seen:  # the model assembles its attentions from other softmax calls
+                raise ValueError(
+                    f"{family(self.model)}: the attentions the model returns (shape "
+                    f"{tuple(groups[0][1][0].shape)}) are not the output of any softmax it "
+                    f"calls (shapes {seen[:3]}): they are assembled from banded, blocked or "
+                    "sparse attention, which skorg does not read as query x key maps."
+                )
             capture.probe = []
             self.mode = "outputs"
             self.recorder.source = "output_attentions (logits unavailable)"
@@ -288,107 +371,31 @@ class Backend:
         capture.replay_probe()
         self.mode = "softmax"
         self.recorder.source = "softmax input, checked against output_attentions"
+        if scores:
+            self.recorder.source += (
+                f" (which hold the softmax input for {family(self.model)}: skorg returns the "
+                "softmax output as probabilities)"
+            )
+        self.recorder.source += _layout.note(self.model)
+        if capture.banded is not None:
+            self.recorder.source += _banded.SOURCE
         return outputs
+
+    def _check(self, batch, groups, what):
+        """The layout check of the first batch: axes, heads and layers against the input."""
+        seq2seq = is_seq2seq(self.model)
+        try:
+            plan = _layout.layer_counts(self.model)
+        except TypeError:
+            plan = {}
+        for kind, tensors in groups:
+            n_layers, heads = plan.get(kind, (None, None))
+            _layout.check_layout(
+                self.model, kind, tensors, batch, seq2seq=seq2seq, heads=heads,
+                n_layers=n_layers, what=what,
+            )  # fmt: skip
 
     def _record_outputs(self, groups):
         for kind, tensors in groups:
             for layer, probs in enumerate(tensors):
                 self.recorder.record_probs(kind, layer, probs)
-
-
-def gating_plan(model):
-    """Number of layers and heads of every kind of attention of a transformers model."""
-    config = model.config
-    kinds = {}
-    if is_seq2seq(model):
-        enc = _first(config, ("encoder_layers", "num_layers", "num_hidden_layers"))
-        dec = _first(config, ("decoder_layers", "num_decoder_layers", "num_layers"))
-        h_enc = _first(config, ("encoder_attention_heads", "num_heads", "num_attention_heads"))
-        h_dec = _first(config, ("decoder_attention_heads", "num_heads", "num_attention_heads"))
-        kinds = {"encoder": (enc, h_enc), "decoder": (dec, h_dec), "cross": (dec, h_dec)}
-    else:
-        n = _first(config, ("num_hidden_layers", "n_layer", "num_layers", "n_layers"))
-        h = _first(config, ("num_attention_heads", "n_head", "num_heads", "n_heads"))
-        kinds = {"self": (n, h)}
-        if getattr(config, "add_cross_attention", False):
-            kinds["cross"] = (n, h)
-    missing = [k for k, (n, h) in kinds.items() if n is None or h is None]
-    if missing:
-        raise TypeError(
-            f"{family(model)}: cannot read the number of layers and heads from the config."
-        )
-    return {k: (int(n), int(h)) for k, (n, h) in kinds.items()}
-
-
-def _first(config, names):
-    for name in names:
-        value = getattr(config, name, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
-
-
-class Gating(Session):
-    """Multiplies the attention probabilities of every head by its gate, in every thread.
-
-    Gating the probabilities of head h scales its context ``P_h V_h``, which is exactly gating
-    its slice of the input of the output projection.
-    """
-
-    def __init__(self, model, gates, layouts):
-        super().__init__(model, this_thread_only=False)
-        self.gates = gates  # kind -> tensor (n_layers, n_heads) or None
-        self.layouts = layouts
-        self.encoder_decoder = is_seq2seq(model)
-        self.counts = threading.local()
-        self.kinds = {}
-
-    def start_forward(self):
-        self.counts.value = {}
-
-    def end_forward(self):
-        counts = getattr(self.counts, "value", None) or {}
-        for kind, gates in self.gates.items():
-            ran = counts.get(kind, 0)
-            if ran < len(gates):
-                raise RuntimeError(
-                    f"{family(self.model)}: only {ran} of {len(gates)} {kind}-attention layers "
-                    "ran a softmax that skorg sees, so their heads could not be gated."
-                )
-
-    def on_softmax(self, module, logits, probs):
-        if probs.dim() != 4:
-            return probs
-        kind = self.kinds.get(module)
-        if kind is None:
-            kind = self.kinds[module] = name_kind(self.names.get(module, ""), self.encoder_decoder)
-        counts = getattr(self.counts, "value", None)
-        if counts is None:
-            counts = self.counts.value = {}
-        layer = counts.get(kind, 0)
-        counts[kind] = layer + 1
-        gates = self.gates.get(kind)
-        if gates is None:
-            return probs
-        n_layers, n_heads = self.layouts[kind]
-        if layer >= n_layers or probs.shape[1] != n_heads:
-            raise RuntimeError(
-                f"{family(self.model)}: {kind} attention call {layer} has shape "
-                f"{tuple(probs.shape)}, not (batch, {n_heads} heads, query, key) in one of "
-                f"{n_layers} layers; its heads cannot be gated."
-            )
-        gate = gates[layer]
-        if gate is None:
-            return probs
-        return probs * gate.view(1, -1, 1, 1).to(device=probs.device, dtype=probs.dtype)
-
-
-@contextlib.contextmanager
-def gating(model, gates, layers, kind):
-    """Gate the heads of ``layers`` of one kind of attention with ``gates[layer]``."""
-    layouts = gating_plan(model)
-    per_layer = [None] * layouts[kind][0]
-    for layer in layers:
-        per_layer[layer] = gates[layer]
-    with eager(model), Gating(model, {kind: per_layer}, layouts):
-        yield

@@ -26,7 +26,9 @@ def _kinds(model):
     backend = _backend(model)
     name = backend.__name__.rsplit("._", 1)[-1]
     if name == "hf":
-        return name, backend.gating_plan(model)
+        from ._hf_gating import gating_plan
+
+        return name, gating_plan(model)
     if name == "mha":
         kinds = {}
         for kind, units in backend.modules(model).items():
@@ -121,7 +123,7 @@ def gate_heads(model, gates, *, layers=None, kind=None):
     if max(layers, default=-1) >= layout.n_layers:
         raise ValueError(f"layers must lie in [0, {layout.n_layers}), got {list(layers)}.")
     if layout.kind == "hf":
-        from ._hf import gating
+        from ._hf_gating import gating
     elif layout.kind == "mha":
         from ._mha import gating
     else:

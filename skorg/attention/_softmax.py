@@ -14,6 +14,7 @@ on a stack that is local to the running thread, so concurrent forward passes in 
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 
 import torch
@@ -21,6 +22,7 @@ import torch
 _LOCAL = threading.local()
 _INSTALL_LOCK = threading.Lock()
 _INSTALLED = False
+_CALLS = itertools.count()  # one id per module call: the softmax calls of one layer call
 
 
 def _frames():
@@ -49,7 +51,8 @@ def _dispatch(x, out, dim):
         i = len(frames) - 1
         while i > 0 and frames[i - 1][1] is module:
             i -= 1
-        for session, mod in frames[i:]:
+        for session, mod, call in frames[i:]:
+            _LOCAL.call = call
             out = session.on_softmax(mod, x, out)
     finally:
         _LOCAL.busy = False
@@ -131,7 +134,7 @@ class Session:
             frames = _frames()
             if module is self.model and not any(f[0] is self for f in frames):
                 self.start_forward()
-            frames.append((self, module))
+            frames.append((self, module, next(_CALLS)))
 
     def _pop(self, module, args, output):
         if self._active():
@@ -141,7 +144,8 @@ class Session:
                     del frames[i]
                     break
             if module is self.model and not any(f[0] is self for f in frames):
-                self.end_forward()
+                if output is not None:  # None: the forward raised, and that error is the one
+                    self.end_forward()
 
     def start_forward(self):
         """Called when the watched model's own forward starts (not nested in itself)."""
@@ -151,6 +155,11 @@ class Session:
 
     def on_softmax(self, module, logits, probs):  # pragma: no cover - overridden
         return probs
+
+
+def current_call():
+    """Id of the module call whose softmax is being dispatched (one id per forward of a module)."""
+    return getattr(_LOCAL, "call", None)
 
 
 def name_kind(name, encoder_decoder):

@@ -3,6 +3,7 @@ digits ViT."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 from ._errors import InputError, require_attention
@@ -150,10 +151,24 @@ def _load_local(path):
 
     try:
         net = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
-        tokenizer = AutoTokenizer.from_pretrained(path)
     except Exception as exc:  # corrupt weights raise library-specific errors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot load a Hugging Face model from {path}: {first}") from exc
+    family = getattr(net.config, "model_type", type(net).__name__)
+    if "input_ids" not in inspect.signature(net.forward).parameters:
+        raise InputError(
+            f"{path} holds a {family} model, which takes no text (its forward has no "
+            "input_ids): the report of a local model runs it on text, one sentence per line "
+            "(image and audio models: skorg.attention.extract_attention)"
+        )
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except Exception as exc:  # no tokenizer files, or a processor for images or audio
+        raise InputError(
+            f"{path} holds a {family} model without a tokenizer: the report of a local model "
+            "runs it on text, one sentence per line (image and audio models: "
+            "skorg.attention.extract_attention)"
+        ) from exc
     return net, tokenizer
 
 

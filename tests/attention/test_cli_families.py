@@ -73,3 +73,57 @@ def test_attention_command_on_a_model_without_attention_exits_2(tmp_path, capsys
     assert code == 2 and "Traceback" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith("skorg: error: cannot analyse the attention of") and "mamba" in last
+
+
+def _one_line_exit_2(argv, capsys):
+    import transformers
+
+    capsys.readouterr()  # what saving the model printed
+    level = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # the library's notices are not skorg's output
+    try:
+        code = main([str(a) for a in argv])
+    finally:
+        transformers.logging.set_verbosity(level)
+    _, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_attention_command_on_a_longformer_directory(tmp_path, capsys):
+    """Its sliding-window maps (test_banded.py) go through the whole report."""
+    from .families_long import longformer
+
+    model, _, _ = longformer()
+    model_dir = tmp_path / "longformer"
+    model.save_pretrained(model_dir)
+    _save_tokenizer(model_dir, 60)
+    text = model_dir / "text.txt"
+    text.write_text("w1 w2 w3 w4 w5 w6\nw7 w8 w9\n")
+    out_dir = tmp_path / "out"
+    argv = ["attention", "--model", model_dir, "--text-file", text, "--max-length", 8]
+    code = main([str(a) for a in [*argv, "--prune-steps", 2, "-o", out_dir, "--quiet"]])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    results = json.loads((out_dir / "results.json").read_text())
+    heads = results["tables"]["head_scores"]
+    assert len(heads) == 2 * 4
+    for row in heads:
+        assert all(np.isfinite(v) for v in row.values() if isinstance(v, float))
+
+
+def test_attention_command_on_a_swin_directory_exits_2_with_one_line(tmp_path, capsys):
+    from .families_long import LONG_REFUSED
+
+    model, _, _ = LONG_REFUSED["swin"]()
+    model_dir = tmp_path / "swin"
+    model.save_pretrained(model_dir)
+    text = tmp_path / "text.txt"
+    text.write_text("w1 w2 w3\n")
+    argv = ["attention", "--model", model_dir, "--text-file", text, "--max-length", 6]
+    line = _one_line_exit_2([*argv, "-o", tmp_path / "out", "--quiet"], capsys)
+    assert line.startswith("skorg: error: ") and "holds a swin model, which takes no text" in line
+    _save_tokenizer(model_dir, 60)  # a tokenizer beside it changes nothing
+    assert _one_line_exit_2([*argv, "-o", tmp_path / "out2", "--quiet"], capsys) == line
