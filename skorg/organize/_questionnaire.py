@@ -14,6 +14,7 @@ from .._validation import check_finite_array, pow2_scale
 from ..metrics import affinity_matrix
 from ..trees import build_tree, flexible_tree
 from ._ordering import leaf_order
+from ._preprocess import preprocess_data
 from ._presets import (
     _INIT_AFFINITIES,
     EARLY_STOPPING,
@@ -23,6 +24,7 @@ from ._presets import (
     QUESTIONNAIRE_ORDERINGS,
     SCHEDULES,
     SELECT_CANDIDATES,
+    SELECT_MARGIN,
     QuestionnaireResult,
     resolve_params,
 )
@@ -57,6 +59,12 @@ def _per_axis(value, n_axes, name, positive=False):
         kind = "positive numbers" if positive else "finite numbers"
         raise ValueError(f"{name} must hold {kind}, got {value!r}.")
     return [float(v) for v in values]
+
+
+def _select_margin(value):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not 0 <= value < 1:
+        raise ValueError(f"tree_params['select_margin'] must be a number in [0, 1), got {value!r}.")
+    return float(value)
 
 
 def _unfold(X, axis):
@@ -107,6 +115,7 @@ def questionnaire(
     tree_params=None,
     early_stopping="unchanged",
     tol=1e-4,
+    preprocess="auto",
     check_input=True,
 ):
     """Learn a partition tree on every axis of a matrix or tensor.
@@ -163,9 +172,12 @@ def questionnaire(
         (:func:`~skorg.trees.bisection_tree` of the affinity), ``"select"`` or a callable
         ``f(distances=..., affinity=...) -> PartitionTree``. ``"select"`` (the default)
         builds, per axis and step, average linkage of the tree EMD and Ward of the slices
-        and keeps the tree on which the Haar expansion of X (with the other axes' current
-        trees) compresses best: the smaller relative l2 error after keeping the largest 5%
-        of the coefficients (``history[k]["method"]`` records the choice). It was chosen by
+        and compares how well the Haar expansion of X (with the other axes' current trees)
+        compresses on each: the relative l2 error after keeping the largest 5% of the
+        coefficients. Ward's tree, which groups, is kept unless average linkage's error is
+        lower by more than ``tree_params["select_margin"]`` (default 0.02, a relative
+        margin; 0 keeps the lower error, the rule before the margin);
+        ``history[k]["method"]`` records the choice. It was chosen by
         the organization-quality benchmark (user guide, "choosing a tree builder"); the
         presets pin ``"flexible"``. Axes on the sparse path take ``"flexible"`` (the default
         gives way to it there), ``"single"`` (the minimum spanning forest of the k-NN graph)
@@ -173,7 +185,8 @@ def questionnaire(
         linkage trees skip SciPy's optimal leaf ordering (the tree EMD sees partitions only);
         ``ordering`` gives the organized order.
     tree_params : dict, optional
-        Extra arguments of the builders (for example ``{"merge_tolerance": 0.05}``).
+        Extra arguments of the builders (for example ``{"merge_tolerance": 0.05}``), and
+        ``"select_margin"`` for ``tree_method="select"``.
     early_stopping : {"unchanged", "objective", "never"}, default="unchanged"
         ``"unchanged"`` stops after a sweep that changed no tree (the next sweeps would
         rebuild the same trees from the same inputs, so the result equals that of all
@@ -182,6 +195,21 @@ def questionnaire(
         the trees of the best sweep; ``"never"`` runs all ``n_iter`` sweeps.
     tol : float, default=1e-4
         Relative improvement of the objective that counts (``early_stopping="objective"``).
+    preprocess : {"auto", "log1p", "log1p_normalized", "binary", "tfidf"} or None, \
+default="auto"
+        A transform of X before it is organized (the trees and orders are of the
+        transformed data; the data returned by ``transform`` is X itself). None: X as
+        given. ``"log1p"``: ``log(1 + X / u)`` with ``u`` the smallest nonzero magnitude
+        (``log1p`` of counts, in any unit). ``"log1p_normalized"``: the same after every row
+        and column is brought to the median total (a factor ``(m / total) ** (1 / ndim)``
+        per axis), as for cells x genes or documents x words in either orientation.
+        ``"binary"``: presence (X != 0). ``"tfidf"``: scikit-learn's TF-IDF of the rows as
+        documents. ``"auto"``: ``"log1p_normalized"`` when X holds raw counts (non-negative
+        integer multiples of one unit, at least a quarter zeros, the largest entry at least
+        10 times the median nonzero one), else None; with a ``preset``, ``"auto"`` is None
+        (the presets organize X as given). Raw counts as given are decided by a few large
+        entries (the benchmark of kinds in the user guide, "choosing a tree builder").
+        ``params["preprocess"]`` records the transform applied.
     schedule : {"alternating", "jacobi", "reference_3d"}, default="alternating"
         - ``"alternating"`` (Gauss-Seidel): initial trees on axes
           0..d-2, then each sweep rebuilds axis d-1, 0, 1, ..., d-2, each
@@ -261,6 +289,9 @@ def questionnaire(
         X = check_sparse_matrix(X, "X", min_rows=2) if check_input else X.tocsr()
     elif check_input:
         X = check_finite_array(X, "X", min_ndim=2, min_rows=2)
+    if preset is not None and preprocess == "auto":
+        preprocess = None  # the presets reproduce the papers' runs, on X as given
+    X, applied = preprocess_data(X, preprocess)
     ndim = X.ndim
     kind = p["init_affinity"]
     if not callable(kind) and kind not in _INIT_AFFINITIES:
@@ -294,12 +325,14 @@ def questionnaire(
     )
     methods = _tree_methods(p["tree_method"], ndim, sparse, default_method)
     builder_params = dict(tree_params or {})
+    select_margin = _select_margin(builder_params.pop("select_margin", SELECT_MARGIN))
     p.update(
         affinity_mode=affinity_mode,
         n_neighbors=n_neighbors,
         tree_params=builder_params,
         early_stopping=early_stopping,
         tol=tol,
+        preprocess=applied,
     )
 
     chosen = {}  # axis -> the builder "select" took for its latest tree
@@ -343,12 +376,15 @@ def questionnaire(
         # compresses X best (the transform along the other axes is shared by all candidates)
         best = None
         partial = _partial_transform(X, trees, axis)
-        for name in SELECT_CANDIDATES:
+        # Ward of the slices (the grouping) stays unless average linkage of the tree EMD
+        # compresses by more than select_margin; 0 is the earlier rule (the lower error)
+        candidates = SELECT_CANDIDATES[::-1] if select_margin > 0 else SELECT_CANDIDATES
+        for name in candidates:
             tree = build_one(name, axis, A, d, points)
             value = _compression_error_along(partial, tree, axis)
             # near-ties (within rounding) keep the earlier candidate: rescaled data, whose
             # objective differs in the last bits, then selects the same trees
-            if best is None or value < best[0] * (1 - _TIE):
+            if best is None or value < best[0] * (1 - max(_TIE, select_margin)):
                 best = (value, name, tree)
         chosen[axis] = best[1]
         return best[2]
