@@ -28,6 +28,19 @@ or name datasets: ``python benchmarks/bench_organization_quality.py wine shuffle
 (``iris``, ``diabetes`` and ``digits_transposed``, data the default was not chosen on, run
 only by name);
 ``--only "skorg a,skorg b"`` runs just those skorg rows (and the default).
+
+The benchmark of kinds, ``python benchmarks/bench_organization_quality.py kinds [DATASET ...]``
+(``pip install -e ".[bench]"`` for its datasets; a dataset whose package is missing is
+skipped with its name), runs skorg's default, ``tree_method="average"``, ``"ward_slices"``
+and the presets beside SciPy's linkages (each with optimal leaf ordering) and scikit-learn's
+spectral co-clustering on real data of every kind (``benchmarks/_kinds_data.py``): dense
+features, counts and text as given, expression (real and simulated, raw and
+log-normalized), real series with a known order (shuffled, then scored by |Spearman|, at
+the best rotation on cyclic axes), images, attention, sparse matrices. Beside err5 and l1:
+``ari_lvl`` (the level nearest the class count), ``ari_k`` (the tree cut into k = the class
+count folders, :meth:`PartitionTree.cut`, as ``fcluster(Z, k, "maxclust")`` for SciPy),
+``ari_best`` (the best level) and ``rho``. It prints one table grouped by kind, the means
+per kind and the checks of the default against the baselines.
 """
 
 from __future__ import annotations
@@ -277,6 +290,170 @@ def bench_runtime(n=512, repeats=3):
     return best
 
 
+# ------------------------------------------------------------------------------------ kinds
+KIND_SKORG = {
+    "skorg default": {},
+    "skorg average": {"tree_method": "average"},
+    "skorg ward_slices": {"tree_method": "ward_slices"},
+    "skorg paper_3d_heads": {"preset": "paper_3d_heads"},
+}
+if "--presets" in sys.argv:  # the second preset too (10 sweeps of flexible trees: slow)
+    KIND_SKORG["skorg paper_2d_holder"] = {"preset": "paper_2d_holder"}
+KIND_COLS = ["err5", "l1", "ari_lvl", "ari_k", "ari_best", "rho", "s"]
+
+
+def cyclic_spearman(order, cyclic):
+    """|Spearman| of a recovered order (true indices) against 0..n-1, at the best rotation of
+    the truth for a cyclic axis (a cycle has no first point)."""
+    n = order.shape[0]
+    truth = np.arange(n)
+    if not cyclic:
+        return order_spearman(order, truth)
+    return max(order_spearman(order, np.roll(truth, r)) for r in range(n))
+
+
+def ari_measures(tree, labels):
+    k = np.unique(labels).shape[0]
+    best = max(adjusted_rand_score(labels, tree.labels(lvl)) for lvl in range(tree.n_levels))
+    return level_ari(tree, labels), adjusted_rand_score(labels, tree.cut(k)), best
+
+
+def kind_methods(X, n_classes):
+    """{name: (trees, orders, seconds)}: skorg's rows, SciPy's linkages with optimal leaf
+    ordering and scikit-learn's spectral co-clustering, on the same data."""
+    out = {}
+    for name, params in KIND_SKORG.items():
+        start = time.perf_counter()
+        org = QuestionnaireOrganizer(random_state=0, **params).fit(X)
+        out[name] = (org.trees_, org.orders_, time.perf_counter() - start)
+    dense = X.toarray() if hasattr(X, "toarray") else X
+    for name, (method, metric) in SCIPY.items():
+        start = time.perf_counter()
+        trees, orders = scipy_trees(dense, method, metric)
+        out[name] = (trees, orders, time.perf_counter() - start)
+    if dense.ndim == 2:
+        from sklearn.cluster import SpectralCoclustering
+
+        k = min(n_classes or 10, *dense.shape)
+        start = time.perf_counter()
+        model = SpectralCoclustering(n_clusters=k, random_state=0).fit(dense - dense.min() + 1e-9)
+        trees = [flat_tree(model.row_labels_), flat_tree(model.column_labels_)]
+        out["sklearn SpectralCoclustering"] = (
+            trees, [t.leaf_order for t in trees], time.perf_counter() - start,
+        )  # fmt: skip
+    return out
+
+
+def measure_case(case, seeds):
+    """{method: {measure: value}} for one dataset; with known orders, the mean over shuffles."""
+    X = case.X
+    n_classes = max((np.unique(v).shape[0] for v in case.labels.values()), default=None)
+    acc = {}
+    for seed in seeds if case.orders else [None]:
+        perms = [np.arange(n) for n in X.shape]
+        if seed is not None:
+            rng = np.random.default_rng(seed)
+            perms = [rng.permutation(n) for n in X.shape]
+        Xs = X[perms[0]][:, perms[1]] if X.ndim == 2 else X[np.ix_(*perms)]
+        dense = Xs.toarray() if hasattr(Xs, "toarray") else Xs
+        for method, (trees, orders, secs) in kind_methods(Xs, n_classes).items():
+            row = acc.setdefault(method, {c: [] for c in KIND_COLS})
+            _, e5, l1 = compression(dense, trees)
+            row["err5"].append(e5)
+            row["l1"].append(l1)
+            row["s"].append(secs)
+            for axis, labels in case.labels.items():
+                for col, v in zip(
+                    ("ari_lvl", "ari_k", "ari_best"),
+                    ari_measures(trees[axis], np.asarray(labels)[perms[axis]]),
+                ):
+                    row[col].append(v)
+            for axis, cyclic in case.orders.items():
+                row["rho"].append(cyclic_spearman(perms[axis][orders[axis]], cyclic))
+    return {m: {c: float(np.mean(v)) if v else float("nan") for c, v in r.items()} for m, r in
+            acc.items()}  # fmt: skip
+
+
+def _print_row(kind, dataset, method, vals):
+    cells = "".join(f"{vals.get(c, float('nan')):>9.3f}" for c in KIND_COLS)
+    print(f"{kind:<11}{dataset:<17}{method:<30}{cells}", flush=True)
+
+
+def kinds_criteria(results, cases):
+    """The issue's "What it must show" checks for skorg's default, one line per dataset."""
+    print("\n## criteria for skorg default (ARI at k = class count, as fcluster's maxclust)")
+    scipy_names = list(SCIPY)
+    series_rho = {}
+    for name, rows in results.items():
+        d, case = rows["skorg default"], cases[name]
+        ratio = d["s"] / rows["skorg average"]["s"]
+        checks = [f"time {ratio:.2f}x average"]
+        if case.labels:
+            dom = [m for m in scipy_names
+                   if rows[m]["err5"] < d["err5"] and rows[m]["ari_k"] > d["ari_k"]]  # fmt: skip
+            ref = max(rows["scipy average cosine"]["ari_k"], rows["scipy ward"]["ari_k"])
+            best_ari = max(scipy_names, key=lambda m: rows[m]["ari_k"])
+            checks += [
+                "not dominated" if not dom else f"DOMINATED by {', '.join(dom)}",
+                f"ari {d['ari_k']:.3f} {'>=' if d['ari_k'] >= 0.9 * ref else 'BELOW'} 0.9 x "
+                f"{ref:.3f}",
+                f"err5 {d['err5']:.3f} {'<=' if d['err5'] <= rows[best_ari]['err5'] else 'ABOVE'}"
+                f" {rows[best_ari]['err5']:.3f} ({best_ari})",
+            ]
+        if case.orders:
+            best = max(rows[m]["rho"] for m in rows)
+            series_rho[name] = rows
+            checks.append(f"rho {d['rho']:.3f} {'>=' if d['rho'] >= 0.9 * best else 'BELOW'} "
+                          f"0.9 x best {best:.3f}")  # fmt: skip
+        print(f"{name:<17}" + "; ".join(checks))
+    series = [n for n in series_rho if cases[n].kind == "series"]
+    if series:
+        means = {m: np.mean([results[n][m]["rho"] for n in series]) for m in results[series[0]]}
+        best_scipy = max(scipy_names, key=means.get)
+        print(
+            f"real series mean |Spearman|: default {means['skorg default']:.3f}, best SciPy OLO "
+            f"{means[best_scipy]:.3f} ({best_scipy}): "
+            + ("holds" if means["skorg default"] >= means[best_scipy] else "DOES NOT HOLD")
+        )
+
+
+def bench_kinds(names=None, seeds=(0,)):
+    """The benchmark of kinds: one table, grouped by kind, a per-kind summary, the criteria."""
+    import warnings
+
+    import scipy.sparse as sp
+    from _kinds_data import CASES, Missing
+
+    warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+    rng = np.random.default_rng(0)  # load the kernels (run `skorg warmup` once to compile)
+    for X in (rng.random((20, 16)), sp.random(20, 16, 0.3, "csr", rng=rng), rng.random((8, 6, 5))):
+        for params in KIND_SKORG.values():
+            QuestionnaireOrganizer(**params).fit(X)
+    print(f"\n## kinds of data (known orders: mean over shuffles {list(seeds)})")
+    print(f"{'kind':<11}{'dataset':<17}{'method':<30}" + "".join(f"{c:>9}" for c in KIND_COLS))
+    results, cases = {}, {}
+    for name in names or CASES:
+        try:
+            case = CASES[name]()
+        except Missing as exc:
+            print(f"{'':<11}{name:<17}skipped: {exc}")
+            continue
+        cases[name], results[name] = case, measure_case(case, seeds)
+        for method, vals in results[name].items():
+            _print_row(case.kind, name, method, vals)
+    print("\n## per kind: mean over its datasets")
+    kinds = sorted({c.kind for c in cases.values()}, key=[c.kind for c in cases.values()].index)
+    for kind in kinds:
+        members = [n for n in results if cases[n].kind == kind]
+        methods = dict.fromkeys(m for n in members for m in results[n])  # tensors: no spectral
+        for method in methods:
+            rows = [results[n][method] for n in members if method in results[n]]
+            vals = {c: np.nanmean([r[c] for r in rows]) for c in KIND_COLS}
+            _print_row(kind, f"{len(rows)} datasets", method, vals)
+    kinds_criteria(results, cases)
+    return results
+
+
 def main(names):
     runs = {
         "digits": lambda: bench_labelled("digits"),
@@ -289,8 +466,12 @@ def main(names):
         "shuffled": bench_shuffled,
         "minilm": bench_minilm,
         "runtime": bench_runtime,
+        "kinds": bench_kinds,
     }
-    extra = ("iris", "diabetes", "digits_transposed")
+    extra = ("iris", "diabetes", "digits_transposed", "kinds")
+    if names and names[0] == "kinds":  # kinds [DATASET ...]: the suite, or some of its data
+        bench_kinds(names[1:] or None)
+        return
     for name in names or [n for n in runs if n not in extra]:
         runs[name]()
 
@@ -299,7 +480,7 @@ ONLY = []  # --only "skorg a,skorg b": run just these skorg methods (and the def
 BASELINES = True  # --no-baselines: skip SciPy and scikit-learn
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
+    args = [a for a in sys.argv[1:] if a != "--presets"]
     if "--no-baselines" in args:
         BASELINES = False
         args.remove("--no-baselines")

@@ -13,6 +13,7 @@ from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from .._labels import axis_labels, check_output_columns, container_kind, data_of, reorder_like
+from ._preprocess import PREPROCESS
 from ._presets import (
     EARLY_STOPPING,
     EMD_DTYPES,
@@ -110,12 +111,15 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         ``f(distances=..., affinity=...) -> PartitionTree``; see
         :func:`~skorg.organize.questionnaire`, :func:`~skorg.trees.build_tree`
         and the user guide, "choosing a tree builder". The default,
-        ``"select"``, keeps per axis and step whichever of average linkage
-        of the tree EMD and Ward of the slices compresses X better (the
+        ``"select"``, keeps per axis and step Ward's tree of the slices
+        unless average linkage of the tree EMD compresses X better by more
+        than ``tree_params["select_margin"]`` (default 0.02, relative; the
         error after keeping the largest 5% of the Haar coefficients on all
-        trees); it was chosen there. The presets pin ``"flexible"``.
+        trees; 0: the lower error wins); it was chosen there. The presets
+        pin ``"flexible"``.
     tree_params : dict, default=None
-        Extra arguments of the tree builders (e.g. ``merge_tolerance``).
+        Extra arguments of the tree builders (e.g. ``merge_tolerance``), and
+        ``select_margin``.
     early_stopping : {"unchanged", "objective", "never"}, default="unchanged"
         Stop before ``n_iter`` sweeps when a sweep changed no tree (the result
         is the same as running on), or also when it did not lower the
@@ -129,6 +133,14 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         query x key x head tensor) get one tree and one order, learned from both axes'
         slices; see :func:`~skorg.organize.questionnaire` (Notes) and the user guide, "Tied
         axes". ``organize`` then applies one permutation to both.
+    preprocess : {"auto", "log1p", "log1p_normalized", "binary", "tfidf"} or None, \
+default="auto"
+        A transform of X before it is organized (``transform`` still returns X's own
+        values): None, X as given; ``"log1p"``; ``"log1p_normalized"`` (every row and
+        column brought to the median total, then ``log1p``); ``"binary"`` (presence);
+        ``"tfidf"`` (rows as documents); ``"auto"``, ``"log1p_normalized"`` for raw counts
+        and None for any other data (and with a ``preset``); see
+        :func:`~skorg.organize.questionnaire`.
 
     Attributes
     ----------
@@ -243,6 +255,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         "early_stopping": [StrOptions(set(EARLY_STOPPING))],
         "tol": [Interval(Real, 0, 1, closed="left")],
         "tie_axes": [tuple, list, None],
+        "preprocess": [StrOptions(set(PREPROCESS)), None],
     }
 
     def __init__(
@@ -268,6 +281,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         early_stopping="unchanged",
         tol=1e-4,
         tie_axes=None,
+        preprocess="auto",
     ):
         self.preset = preset
         self.n_iter = n_iter
@@ -289,6 +303,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         self.early_stopping = early_stopping
         self.tol = tol
         self.tie_axes = tie_axes
+        self.preprocess = preprocess
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -353,6 +368,7 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
             early_stopping=self.early_stopping,
             tol=self.tol,
             tie_axes=self.tie_axes,
+            preprocess=self.preprocess,
             check_input=False,
         )
         self.trees_ = result.trees

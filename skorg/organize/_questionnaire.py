@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
+import numpy as np
 import scipy.sparse as sp
 
 from .._labels import axis_labels, data_of
@@ -12,6 +13,7 @@ from .._sparse_input import canonical_sparse, check_sparse_matrix
 from .._validation import check_finite_array, pow2_scale, unscale
 from ..metrics import affinity_matrix
 from ..trees import build_tree, flexible_tree
+from ._preprocess import preprocess_data
 from ._presets import (
     _INIT_AFFINITIES,
     EARLY_STOPPING,
@@ -21,6 +23,7 @@ from ._presets import (
     QUESTIONNAIRE_ORDERINGS,
     SCHEDULES,
     SELECT_CANDIDATES,
+    SELECT_MARGIN,
     QuestionnaireResult,
     resolve_params,
 )
@@ -53,6 +56,12 @@ from ._tied import (
 __all__ = ["EARLY_STOPPING", "PRESETS", "SCHEDULES", "QuestionnaireResult", "questionnaire"]
 
 
+def _select_margin(value):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not 0 <= value < 1:
+        raise ValueError(f"tree_params['select_margin'] must be a number in [0, 1), got {value!r}.")
+    return float(value)
+
+
 @reusing_scratch  # the EMD steps of one fit share their prefix table's memory
 def questionnaire(
     X,
@@ -77,6 +86,7 @@ def questionnaire(
     early_stopping="unchanged",
     tol=1e-4,
     tie_axes=None,
+    preprocess="auto",
     check_input=True,
 ):
     """Learn a partition tree on every axis of a matrix or tensor.
@@ -133,9 +143,12 @@ def questionnaire(
         (:func:`~skorg.trees.bisection_tree` of the affinity), ``"select"`` or a callable
         ``f(distances=..., affinity=...) -> PartitionTree``. ``"select"`` (the default)
         builds, per axis and step, average linkage of the tree EMD and Ward of the slices
-        and keeps the tree on which the Haar expansion of X (with the other axes' current
-        trees) compresses best: the smaller relative l2 error after keeping the largest 5%
-        of the coefficients (``history[k]["method"]`` records the choice). It was chosen by
+        and compares how well the Haar expansion of X (with the other axes' current trees)
+        compresses on each: the relative l2 error after keeping the largest 5% of the
+        coefficients. Ward's tree, which groups, is kept unless average linkage's error is
+        lower by more than ``tree_params["select_margin"]`` (default 0.02, a relative
+        margin; 0 keeps the lower error, the rule before the margin);
+        ``history[k]["method"]`` records the choice. It was chosen by
         the organization-quality benchmark (user guide, "choosing a tree builder"); the
         presets pin ``"flexible"``. Axes on the sparse path take ``"flexible"`` (the default
         gives way to it there), ``"single"`` (the minimum spanning forest of the k-NN graph)
@@ -143,7 +156,8 @@ def questionnaire(
         linkage trees skip SciPy's optimal leaf ordering (the tree EMD sees partitions only);
         ``ordering`` gives the organized order.
     tree_params : dict, optional
-        Extra arguments of the builders (for example ``{"merge_tolerance": 0.05}``).
+        Extra arguments of the builders (for example ``{"merge_tolerance": 0.05}``), and
+        ``"select_margin"`` for ``tree_method="select"``.
     early_stopping : {"unchanged", "objective", "never"}, default="unchanged"
         ``"unchanged"`` stops after a sweep that changed no tree (the next sweeps would
         rebuild the same trees from the same inputs, so the result equals that of all
@@ -158,6 +172,21 @@ def questionnaire(
         affinity, correlation or distance matrix): they get one tree and one order, learned
         from both (see Notes). Their per-axis settings (``emd_alpha``, ``emd_beta``,
         ``epsilon``, ``tree_constant``, ``tree_method``) must agree. Dense path only.
+    preprocess : {"auto", "log1p", "log1p_normalized", "binary", "tfidf"} or None, \
+default="auto"
+        A transform of X before it is organized (the trees and orders are of the
+        transformed data; the data returned by ``transform`` is X itself). None: X as
+        given. ``"log1p"``: ``log(1 + X / u)`` with ``u`` the smallest nonzero magnitude
+        (``log1p`` of counts, in any unit). ``"log1p_normalized"``: the same after every row
+        and column is brought to the median total (a factor ``(m / total) ** (1 / ndim)``
+        per axis), as for cells x genes or documents x words in either orientation.
+        ``"binary"``: presence (X != 0). ``"tfidf"``: scikit-learn's TF-IDF of the rows as
+        documents. ``"auto"``: ``"log1p_normalized"`` when X holds raw counts (non-negative
+        integer multiples of one unit, at least a quarter zeros, the largest entry at least
+        10 times the median nonzero one), else None; with a ``preset``, ``"auto"`` is None
+        (the presets organize X as given). Raw counts as given are decided by a few large
+        entries (the benchmark of kinds in the user guide, "choosing a tree builder").
+        ``params["preprocess"]`` records the transform applied.
     schedule : {"alternating", "jacobi", "reference_3d"}, default="alternating"
         - ``"alternating"`` (Gauss-Seidel): initial trees on axes
           0..d-2, then each sweep rebuilds axis d-1, 0, 1, ..., d-2, each
@@ -253,6 +282,9 @@ def questionnaire(
         X = check_sparse_matrix(X, "X", min_rows=2) if check_input else canonical_sparse(X)
     elif check_input:
         X = check_finite_array(X, "X", min_ndim=2, min_rows=2)
+    if preset is not None and preprocess == "auto":
+        preprocess = None  # the presets reproduce the papers' runs, on X as given
+    X, applied = preprocess_data(X, preprocess)
     ndim = X.ndim
     kind = p["init_affinity"]
     if not callable(kind) and kind not in _INIT_AFFINITIES:
@@ -290,6 +322,7 @@ def questionnaire(
         per_axis = {"emd_alpha": alphas, "emd_beta": betas, "epsilon": epsilons}
         check_tied_params(tie, {**per_axis, "tree_constant": constants, "tree_method": methods})
     builder_params = dict(tree_params or {})
+    select_margin = _select_margin(builder_params.pop("select_margin", SELECT_MARGIN))
     p.update(
         tie_axes=tie,
         affinity_mode=affinity_mode,
@@ -297,6 +330,7 @@ def questionnaire(
         tree_params=builder_params,
         early_stopping=early_stopping,
         tol=tol,
+        preprocess=applied,
     )
 
     chosen = {}  # axis -> the builder "select" took for its latest tree
@@ -345,7 +379,10 @@ def questionnaire(
         best = None
         tied = tie is not None and axis == tie[0]
         partial = tied_partial(X, trees, tie) if tied else _partial_transform(X, trees, axis)
-        for name in SELECT_CANDIDATES:
+        # Ward of the slices (the grouping) stays unless average linkage of the tree EMD
+        # compresses by more than select_margin; 0 is the earlier rule (the lower error)
+        candidates = SELECT_CANDIDATES[::-1] if select_margin > 0 else SELECT_CANDIDATES
+        for name in candidates:
             tree = build_one(name, axis, A, d, points)
             if tied:  # the candidate on both tied axes
                 value = tied_compression_error(partial, tree, tie)
@@ -353,7 +390,7 @@ def questionnaire(
                 value = _compression_error_along(partial, tree, axis)
             # near-ties (within rounding) keep the earlier candidate: rescaled data, whose
             # objective differs in the last bits, then selects the same trees
-            if best is None or value < best[0] * (1 - _TIE):
+            if best is None or value < best[0] * (1 - max(_TIE, select_margin)):
                 best = (value, name, tree)
         chosen[axis] = best[1]
         return best[2]

@@ -6,6 +6,9 @@ from itertools import pairwise
 
 import numpy as np
 
+from ._cut import cut_tree_labels, linkage_node_heights
+from ._reorder import reorder_children
+
 __all__ = ["PartitionTree"]
 
 
@@ -98,6 +101,10 @@ class PartitionTree:
         Nodes of level ``l`` are ``range(level_ptr[l], level_ptr[l + 1])``.
     leaf_position : ndarray of shape (n_points,)
         Inverse of ``leaf_order``: the position of each point.
+    merge_height : ndarray of shape (n_nodes,) or None
+        The height at which every folder was merged, for a tree built by
+        :meth:`from_linkage` (0 for single points); None for other trees. :meth:`cut`
+        splits the highest merges first when it is set.
 
     Examples
     --------
@@ -187,6 +194,7 @@ class PartitionTree:
             self.leaf_position,
         ):
             arr.flags.writeable = False
+        self.merge_height = None
 
     # ------------------------------------------------------------------ basic facts
     @property
@@ -348,7 +356,15 @@ class PartitionTree:
             else:
                 starts = np.arange(n)
             bounds.append(np.unique(starts))
-        return cls(order, bounds)
+        tree = cls(order, bounds)
+        tree._set_merge_height(linkage_node_heights(tree, Z, first))
+        return tree
+
+    def _set_merge_height(self, heights):
+        if heights is not None:
+            heights = np.array(heights, dtype=np.float64, copy=True)
+            heights.flags.writeable = False
+        self.merge_height = heights
 
     def to_linkage(self):
         """SciPy linkage matrix of a binary tree.
@@ -398,6 +414,45 @@ class PartitionTree:
         Z[:, :2] = np.sort(Z[:, :2], axis=1)
         return Z
 
+    def cut(self, n_clusters):
+        """Flat clusters: the labels of the folders of a top-down cut into ``n_clusters``.
+
+        The flat clustering of the tree, as :func:`scipy.cluster.hierarchy.fcluster` with
+        ``criterion="maxclust"`` gives for a linkage. Folders are split one at a time from
+        the root: for a tree with merge heights (:attr:`merge_height`, set by
+        :meth:`from_linkage`) the highest merge first, which for monotone heights (every
+        linkage but centroid and median) is the cut of ``fcluster``; for any other tree
+        level by level, the coarsest level first and on a level the largest folder first
+        (then the leftmost), so that a count equal to a level's number of folders gives
+        exactly that level's partition (:meth:`labels`).
+
+        The count is exact where it can be reached: a split that would pass it is skipped,
+        and a folder with fewer children may still reach it. Where no set of splits reaches
+        it (a tree with many children per folder), the result has the nearest count:
+        below it, or above it by the smallest skipped split, whichever is nearer, the
+        smaller on a tie (``fcluster`` never passes the count). Folders merged at equal
+        heights are split one at a time here, where ``fcluster`` keeps them together and
+        returns fewer clusters.
+
+        Parameters
+        ----------
+        n_clusters : int
+            The number of folders wanted, from 1 to ``n_points``.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_points,)
+            The folder of every point, numbered 0, 1, ... left to right along
+            ``leaf_order``.
+
+        Examples
+        --------
+        >>> from skorg.trees import dyadic_tree
+        >>> dyadic_tree(8).cut(3)
+        array([0, 0, 1, 1, 2, 2, 2, 2])
+        """
+        return cut_tree_labels(self, n_clusters, self.merge_height)
+
     # ------------------------------------------------------------------ comparisons
     def same_partitions(self, other) -> bool:
         """True if both trees have the same nested partitions, level by level.
@@ -436,10 +491,12 @@ class PartitionTree:
         return {
             "leaf_order": np.array(self.leaf_order),
             "level_bounds": [np.array(b) for b in bounds],
+            "merge_height": self.merge_height,
         }
 
     def __setstate__(self, state):
         self.__init__(state["leaf_order"], state["level_bounds"])
+        self._set_merge_height(state.get("merge_height"))
 
     def with_leaf_order(self, children_order):
         """A tree with the same partitions and children reordered.
@@ -456,7 +513,7 @@ class PartitionTree:
                 "children_order must be a callable children_order(node, children), got "
                 f"{type(children_order).__name__}."
             )
-        return _reorder_children(self, children_order)
+        return reorder_children(self, children_order)
 
 
 def _same_partition(a, b):
@@ -471,30 +528,3 @@ def _same_partition(a, b):
     to_b = np.empty(k, dtype=b.dtype)
     to_b[a] = b  # any point of a folder will do, if the map exists
     return bool(np.array_equal(to_b[a], b))
-
-
-def _reorder_children(tree, children_order):
-    """Rebuild the leaf order of ``tree`` visiting children in a new order."""
-    order = []
-    stack = [0]
-    while stack:
-        node = stack.pop()
-        kids = tree.children(node)
-        if kids.shape[0] == 0:
-            order.append(tree.leaf_order[tree.start[node]])
-            continue
-        returned = children_order(node, kids)
-        try:
-            ordered = _as_int_array(returned, "children_order's result", 1)
-        except (TypeError, ValueError) as error:
-            raise type(error)(
-                f"children_order must return the children ids of node {node} (integers, a "
-                f"permutation of {kids.tolist()}), got {returned!r}: {error}"
-            ) from None
-        if not np.array_equal(np.sort(ordered), kids):
-            raise ValueError(
-                f"children_order must permute the children of node {node} "
-                f"({kids.tolist()}), got {ordered.tolist()}."
-            )
-        stack.extend(ordered[::-1].tolist())
-    return PartitionTree.from_levels(tree.to_levels(), leaf_order=np.asarray(order))

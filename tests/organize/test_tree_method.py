@@ -140,12 +140,15 @@ def test_tensor_with_linkage_trees():
     assert [t.n_points for t in res.trees] == [16, 14, 6]
 
 
+@pytest.mark.parametrize("margin", [None, 0.0, 0.3])
 @pytest.mark.parametrize("kind", ["band", "product"])
-def test_select_keeps_the_candidate_that_compresses_best(kind):
-    from skorg.organize._presets import SELECT_CANDIDATES
+def test_select_keeps_the_candidate_that_compresses_best(kind, margin):
+    from skorg.organize._presets import SELECT_CANDIDATES, SELECT_MARGIN
 
     X = make_shuffled_matrix(48, 40, kind=kind, noise=0.05, random_state=1).X
-    res = questionnaire(X, n_iter=2, early_stopping="never")  # "select" is the default
+    params = None if margin is None else {"select_margin": margin}
+    # "select" is the default
+    res = questionnaire(X, n_iter=2, early_stopping="never", tree_params=params)
     assert res.params["tree_method"] == "select"
     assert SELECT_CANDIDATES == ("average", "ward_slices")
     Xs = X / np.abs(X).max()
@@ -162,9 +165,23 @@ def test_select_keeps_the_candidate_that_compresses_best(kind):
         "ward_slices": _scipy_ward(X),
     }
     values = {name: objective([tree, res.trees[1]]) for name, tree in candidates.items()}
-    assert last["method"] == min(values, key=values.get)
+    margin = SELECT_MARGIN if margin is None else margin
+    if margin == 0:  # the lower error (ties, within rounding, to average linkage)
+        want = min(values, key=values.get)
+    else:  # Ward's tree unless average linkage's error is lower by more than the margin
+        wins = values["average"] < values["ward_slices"] * (1 - margin)
+        want = "average" if wins else "ward_slices"
+    assert last["method"] == want
+    assert res.params["tree_params"] == {}  # the margin is the selection's, not a builder's
     assert res.trees[0].same_partitions(candidates[last["method"]])
     assert {h["method"] for h in res.history} <= set(SELECT_CANDIDATES)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.0, "0.1", True])
+def test_select_margin_is_checked(bad):
+    X = make_shuffled_matrix(12, 10, random_state=0).X
+    with pytest.raises(ValueError, match=r"select_margin'\] must be a number in \[0, 1\)"):
+        questionnaire(X, n_iter=1, tree_params={"select_margin": bad})
 
 
 def test_shortest_ordering_is_the_shorter_of_two_optimal_leaf_orderings():
