@@ -12,6 +12,7 @@ writes whole contiguous rows of ``B`` values.
 import math
 
 import numba
+import numpy as np
 from numba import prange
 
 COST_L1 = 0
@@ -71,75 +72,101 @@ def _cost(v, kind, power):
     return -e * math.log(e) if e > 0.0 else 0.0
 
 
+# the column blocks of the level steps: every task runs both passes of a step on its own
+# columns, so a step is one parallel region without a barrier inside
+BLOCK = 64
+
+
+@numba.njit(cache=True)
+def _step_block(cur, active, sa, sb, wa, wb, tmp, lo, hi):
+    for k in range(active.shape[0]):
+        ra, rc, out = cur[sa[k]], cur[sb[k]], tmp[k]
+        x, y = wa[k], wb[k]
+        for t in range(lo, hi):
+            out[t] = x * ra[t] + y * rc[t]
+    for k in range(active.shape[0]):
+        src, out = tmp[k], cur[active[k]]
+        for t in range(lo, hi):
+            out[t] = src[t]
+
+
+@numba.njit(cache=True)
+def _step_cost_block(cur, active, sa, sb, wa, wb, tmp, kind, power, scale, cost, blk, lo, hi):
+    # one loop per kind of cost, so that the branch is not inside the loop over the columns
+    for k in range(active.shape[0]):
+        ra, rc, out = cur[sa[k]], cur[sb[k]], tmp[k]
+        x, y = wa[k], wb[k]
+        acc = 0.0
+        if kind == COST_L1:
+            for t in range(lo, hi):
+                v = x * ra[t] + y * rc[t]
+                out[t] = v
+                acc += abs(v)
+            acc *= scale
+        else:
+            for t in range(lo, hi):
+                v = x * ra[t] + y * rc[t]
+                out[t] = v
+                acc += _cost(v * scale, kind, power)
+        cost[blk, k] = acc
+    for k in range(active.shape[0]):
+        src, out = tmp[k], cur[active[k]]
+        for t in range(lo, hi):
+            out[t] = src[t]
+
+
+@numba.njit(parallel=True, cache=True)
+def level_step(cur, active, sa, sb, wa, wb, tmp):
+    """One level in place: ``cur[active[k]] = wa[k] cur[sa[k]] + wb[k] cur[sb[k]]`` for all
+    ``k`` at once (through ``tmp``, at least ``len(active)`` rows), by blocks of columns."""
+    b = cur.shape[1]
+    for blk in prange((b + BLOCK - 1) // BLOCK):
+        _step_block(cur, active, sa, sb, wa, wb, tmp, blk * BLOCK, min(b, (blk + 1) * BLOCK))
+
+
+@numba.njit(cache=True)
+def level_step_serial(cur, active, sa, sb, wa, wb, tmp):
+    """The serial twin of :func:`level_step`."""
+    _step_block(cur, active, sa, sb, wa, wb, tmp, 0, cur.shape[1])
+
+
+@numba.njit(parallel=True, cache=True)
+def level_step_cost(cur, active, sa, sb, wa, wb, tmp, kind, power, scale, cost):
+    """:func:`level_step`, and ``cost[k]`` = the summed cost of ``scale`` times the new row
+    ``active[k]`` (``kind``: l1, l^power or -x^2 log x^2)."""
+    b = cur.shape[1]
+    n_blocks = (b + BLOCK - 1) // BLOCK
+    part = np.empty((n_blocks, active.shape[0]), dtype=np.float64)
+    for blk in prange(n_blocks):
+        lo, hi = blk * BLOCK, min(b, (blk + 1) * BLOCK)
+        _step_cost_block(cur, active, sa, sb, wa, wb, tmp, kind, power, scale, part, blk, lo, hi)
+    for k in range(active.shape[0]):
+        acc = 0.0
+        for blk in range(n_blocks):
+            acc += part[blk, k]
+        cost[k] = acc
+
+
+@numba.njit(cache=True)
+def level_step_cost_serial(cur, active, sa, sb, wa, wb, tmp, kind, power, scale, cost):
+    """The serial twin of :func:`level_step_cost` (the same sums, block by block)."""
+    b = cur.shape[1]
+    n_blocks = (b + BLOCK - 1) // BLOCK
+    part = np.empty((n_blocks, active.shape[0]), dtype=np.float64)
+    for blk in range(n_blocks):
+        lo, hi = blk * BLOCK, min(b, (blk + 1) * BLOCK)
+        _step_cost_block(cur, active, sa, sb, wa, wb, tmp, kind, power, scale, part, blk, lo, hi)
+    for k in range(active.shape[0]):
+        acc = 0.0
+        for blk in range(n_blocks):
+            acc += part[blk, k]
+        cost[k] = acc
+
+
 # Every kernel below comes twice: parallel over the rows, and serial (``*_serial``, the same
 # body) for arrays of fewer than SERIAL_SIZE values, where waking the thread pool costs more
 # than the work (milliseconds on a loaded machine against microseconds of work).
 SERIAL_SIZE = 1 << 17
-
-
-@numba.njit(parallel=True, cache=True)
-def butterfly(src, sa, sb, wa, wb, dst):
-    """``dst[p] = wa[p] src[sa[p]] + wb[p] src[sb[p]]`` for every row ``p`` (2-D arrays)."""
-    n, b = dst.shape
-    for p in prange(n):
-        a, c = sa[p], sb[p]
-        x, y = wa[p], wb[p]
-        ra, rc, out = src[a], src[c], dst[p]
-        if y == 0.0:
-            for t in range(b):
-                out[t] = x * ra[t]
-        else:
-            for t in range(b):
-                out[t] = x * ra[t] + y * rc[t]
-
-
-@numba.njit(cache=True)
-def butterfly_serial(src, sa, sb, wa, wb, dst):
-    """The serial twin of :func:`butterfly`."""
-    n, b = dst.shape
-    for p in range(n):
-        a, c = sa[p], sb[p]
-        x, y = wa[p], wb[p]
-        ra, rc, out = src[a], src[c], dst[p]
-        if y == 0.0:
-            for t in range(b):
-                out[t] = x * ra[t]
-        else:
-            for t in range(b):
-                out[t] = x * ra[t] + y * rc[t]
-
-
-@numba.njit(parallel=True, cache=True)
-def butterfly_cost(src, sa, sb, wa, wb, dst, kind, power, scale, cost):
-    """:func:`butterfly`, and ``cost[p]`` = the sum over the row of the additive cost of
-    ``scale * dst[p, t]`` (``kind``: l1, l^power or -x^2 log x^2)."""
-    n, b = dst.shape
-    for p in prange(n):
-        a, c = sa[p], sb[p]
-        x, y = wa[p], wb[p]
-        ra, rc, out = src[a], src[c], dst[p]
-        acc = 0.0
-        for t in range(b):
-            v = x * ra[t] + y * rc[t]
-            out[t] = v
-            acc += _cost(v * scale, kind, power)
-        cost[p] = acc
-
-
-@numba.njit(cache=True)
-def butterfly_cost_serial(src, sa, sb, wa, wb, dst, kind, power, scale, cost):
-    """The serial twin of :func:`butterfly_cost`."""
-    n, b = dst.shape
-    for p in range(n):
-        a, c = sa[p], sb[p]
-        x, y = wa[p], wb[p]
-        ra, rc, out = src[a], src[c], dst[p]
-        acc = 0.0
-        for t in range(b):
-            v = x * ra[t] + y * rc[t]
-            out[t] = v
-            acc += _cost(v * scale, kind, power)
-        cost[p] = acc
 
 
 @numba.njit(parallel=True, cache=True)

@@ -27,8 +27,9 @@ import numpy as np
 from .._kernels import _packets as _kernels
 from .._validation import check_memory
 
-# bytes per dictionary entry (level, position) of a plan: four index and four weight
-# arrays for the two butterflies, the tag and the region of every entry
+# bytes per dictionary entry (level, position) of a plan while it is built: four index and
+# four weight arrays for the two butterflies, the tag and the region of every entry (the
+# plan keeps the butterflies of the positions that change only)
 PLAN_BYTES_PER_ENTRY = 80
 
 
@@ -36,9 +37,12 @@ PLAN_BYTES_PER_ENTRY = 80
 class _PacketPlan:
     """The dictionary of one tree.
 
-    ``order[p]``: the point at position ``p`` of the finest level. For ``j < n_levels - 1``
-    row ``j`` of ``sa, sb, wa, wb`` builds level ``j`` from level ``j + 1`` and row ``j`` of
-    ``ia, ib, va, vb`` level ``j + 1`` from level ``j``. ``tag[j, p]``: the rank of the
+    ``order[p]``: the point at position ``p`` of the finest level. Between levels ``j`` and
+    ``j + 1`` only the positions of the regions of depth ``j`` that split change (a carried
+    singleton keeps its value): ``active[ptr[j]:ptr[j + 1]]``. At those positions the
+    same slices of ``sa, sb, wa, wb`` build level ``j`` from level ``j + 1``, and of
+    ``ia, ib, va, vb`` level ``j + 1`` from level ``j`` (positions are the same coordinates
+    on every level, as every region keeps its slice). ``tag[j, p]``: the rank of the
     frequency tag of entry ``(j, p)`` among the tags of level ``j`` (the tag itself on a
     perfect dyadic tree); ``tag_parent[j][g]``: the tag at level ``j + 1`` from which tag
     ``g`` of level ``j`` is made. ``region_start[j]``, ``region_end[j]``: the regions of
@@ -51,6 +55,8 @@ class _PacketPlan:
     n: int
     n_levels: int
     order: np.ndarray
+    ptr: np.ndarray
+    active: np.ndarray
     sa: np.ndarray
     sb: np.ndarray
     wa: np.ndarray
@@ -193,12 +199,29 @@ def _build_plan(tree):
         parent_tag[tag[j]] = tag[j + 1][sa[j]]
         tag_parent[j] = parent_tag
     ia, ib, va, vb = _inverse(sa, sb, wa, wb, n)
+    # keep the positions that change between levels: those of the regions that split
+    active = [
+        np.flatnonzero(np.repeat(region_mid[j] < region_end[j], region_end[j] - region_start[j]))
+        for j in range(n_fine)
+    ]
+    ptr = np.zeros(n_fine + 1, dtype=np.intp)
+    ptr[1:] = np.cumsum([a.shape[0] for a in active])
+    flat = np.concatenate(active) if n_fine else np.zeros(0, dtype=np.intp)
+
+    def pick(arr):
+        if not n_fine:
+            return np.zeros(0, dtype=arr.dtype)
+        return np.ascontiguousarray(np.concatenate([arr[j][active[j]] for j in range(n_fine)]))
+
+    sa, sb, wa, wb, ia, ib, va, vb = (pick(a) for a in (sa, sb, wa, wb, ia, ib, va, vb))
     # the tree Haar basis in the canonical order: psi_0, then the folders' splits
     haar_levels, haar_positions = _haar_entries(tree, splits, n)
     return _PacketPlan(
         n=n,
         n_levels=n_levels,
         order=order,
+        ptr=ptr,
+        active=flat.astype(np.intp),
         sa=sa,
         sb=sb,
         wa=wa,

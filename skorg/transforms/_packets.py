@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 _KINDS = ("haar", "walsh", "delta")
-_KERNEL_NAMES = ("butterfly", "butterfly_cost", "row_cost", "gather_rows", "add_rows")
+_KERNEL_NAMES = ("level_step", "level_step_cost", "row_cost", "gather_rows", "add_rows")
 _PARALLEL = SimpleNamespace(**{k: getattr(_kernels, k) for k in _KERNEL_NAMES})
 _SERIAL = SimpleNamespace(**{k: getattr(_kernels, k + "_serial") for k in _KERNEL_NAMES})
 
@@ -81,23 +81,38 @@ def _by_level(plan, basis):
     return [(pos[srt[ptr[j] : ptr[j + 1]]], srt[ptr[j] : ptr[j + 1]]) for j in range(plan.n_levels)]
 
 
+def _step(K, cur, plan, j, tmp, inverse=False):
+    """Level ``j`` from level ``j + 1`` in place (or back, ``inverse``)."""
+    lo, hi = plan.ptr[j], plan.ptr[j + 1]
+    if inverse:
+        w = (plan.ia[lo:hi], plan.ib[lo:hi], plan.va[lo:hi], plan.vb[lo:hi])
+    else:
+        w = (plan.sa[lo:hi], plan.sb[lo:hi], plan.wa[lo:hi], plan.wb[lo:hi])
+    K.level_step(cur, plan.active[lo:hi], *w, tmp)
+
+
+def _tmp(plan, B):
+    """The scratch rows of :func:`_step`: as many as the largest level changes."""
+    widest = int(np.diff(plan.ptr).max()) if plan.ptr.shape[0] > 1 else 0
+    return np.empty((widest, B), dtype=np.float64)
+
+
 def _analysis(rows, plan, basis):
-    """Coefficients ``(n, B)`` of packet-ordered rows in ``basis`` (checked)."""
+    """Coefficients ``(n, B)`` of packet-ordered rows in ``basis`` (checked); ``rows`` is
+    overwritten."""
     n, B = rows.shape
     K = _kernels_for(rows)
     out = np.empty((n, B), dtype=np.float64)
     parts = _by_level(plan, basis)
     coarsest = int(basis.levels.min())
-    cur = rows
-    nxt = np.empty_like(rows)
+    tmp = _tmp(plan, B)
     last = plan.n_levels - 1
     for j in range(last, coarsest - 1, -1):
         if j < last:
-            K.butterfly(cur, plan.sa[j], plan.sb[j], plan.wa[j], plan.wb[j], nxt)
-            cur, nxt = nxt, cur
+            _step(K, rows, plan, j, tmp)
         pos, at = parts[j]
         if pos.shape[0]:
-            K.gather_rows(cur, pos, out, at)
+            K.gather_rows(rows, pos, out, at)
     return out
 
 
@@ -108,11 +123,10 @@ def _synthesis(coefs, plan, basis):
     parts = _by_level(plan, basis)
     coarsest = int(basis.levels.min())
     cur = np.zeros((n, B), dtype=np.float64)
-    nxt = np.empty_like(cur)
+    tmp = _tmp(plan, B)
     for j in range(coarsest, plan.n_levels):
         if j > coarsest:
-            K.butterfly(cur, plan.ia[j - 1], plan.ib[j - 1], plan.va[j - 1], plan.vb[j - 1], nxt)
-            cur, nxt = nxt, cur
+            _step(K, cur, plan, j - 1, tmp, inverse=True)
         pos, at = parts[j]
         if pos.shape[0]:
             K.add_rows(coefs, at, cur, pos)
@@ -129,32 +143,25 @@ def _cost_table(rows, plan, cost):
     table = np.empty((plan.n_levels, n), dtype=np.float64)
     scale = pow2_scale(rows, always=True)
     cur = rows
-    nxt = np.empty_like(rows)
+    tmp = _tmp(plan, rows.shape[1])
+    changed = np.empty(tmp.shape[0], dtype=np.float64)
     last = plan.n_levels - 1
     energy = float(np.sum(np.square(rows * scale)))
-    for j in range(last, -1, -1):
-        if j < last:
-            if func is None:
-                K.butterfly_cost(
-                    cur,
-                    plan.sa[j],
-                    plan.sb[j],
-                    plan.wa[j],
-                    plan.wb[j],
-                    nxt,
-                    kind,
-                    power,
-                    scale,
-                    table[j],
-                )
-                cur, nxt = nxt, cur
-                continue
-            K.butterfly(cur, plan.sa[j], plan.sb[j], plan.wa[j], plan.wb[j], nxt)
-            cur, nxt = nxt, cur
+    if func is None:
+        K.row_cost(cur, kind, power, scale, table[last])
+    else:
+        table[last] = _callable_cost(func, cur)
+    for j in range(last - 1, -1, -1):
+        lo, hi = plan.ptr[j], plan.ptr[j + 1]
+        active = plan.active[lo:hi]
+        table[j] = table[j + 1]  # a carried singleton keeps its value and its cost
         if func is None:
-            K.row_cost(cur, kind, power, scale, table[j])
+            w = (plan.sa[lo:hi], plan.sb[lo:hi], plan.wa[lo:hi], plan.wb[lo:hi])
+            K.level_step_cost(cur, active, *w, tmp, kind, power, scale, changed)
+            table[j, active] = changed[: hi - lo]
         else:
-            table[j] = _callable_cost(func, cur)
+            _step(K, cur, plan, j, tmp)
+            table[j, active] = _callable_cost(func, cur[active])
     return table, scale, energy
 
 
@@ -337,12 +344,11 @@ def wavelet_packet_dictionary(X, tree, *, axis=-1):
     K = _kernels_for(rows)
     out = np.empty((plan.n_levels, *X.shape), dtype=X.dtype)
     last = plan.n_levels - 1
-    cur, nxt = rows, np.empty_like(rows)
+    tmp = _tmp(plan, rows.shape[1])
     for j in range(last, -1, -1):
         if j < last:
-            K.butterfly(cur, plan.sa[j], plan.sb[j], plan.wa[j], plan.wb[j], nxt)
-            cur, nxt = nxt, cur
-        out[j] = _unrows(cur, X.shape, axis, X.dtype, scale)
+            _step(K, rows, plan, j, tmp)
+        out[j] = _unrows(rows, X.shape, axis, X.dtype, scale)
     return out
 
 
