@@ -737,6 +737,7 @@ COVERED_ELSEWHERE = {
     "QuestionnaireResult": "a result container, returned by questionnaire",
     "ParaproductDecomposer": "sklearn's parametrize_with_checks in tests/transforms",
     "TreeHaarTransform": "sklearn's parametrize_with_checks in tests/transforms",
+    "TreeWaveletPacketTransform": "sklearn's parametrize_with_checks in tests/transforms",
     "ParaproductResult": "a result container, returned by paraproduct_decomposition",
     "HaarApproximation": "a result container, returned by haar_compress / haar_denoise",
     "HolderFit": "a result container, returned by mixed_holder_exponent",

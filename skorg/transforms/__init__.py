@@ -24,6 +24,7 @@ from ._haar import (
 from ._haar_estimator import TreeHaarTransform
 from ._nonlinearities import EntrywiseNonlinearity, Nonlinearity, get_nonlinearity
 from ._packet_basis import WaveletPacketBasis
+from ._packet_estimator import TreeWaveletPacketTransform
 from ._packets import (
     best_wavelet_packet_basis,
     inverse_multi_wavelet_packet_transform,
@@ -48,6 +49,7 @@ __all__ = [
     "ParaproductDecomposer",
     "ParaproductResult",
     "TreeHaarTransform",
+    "TreeWaveletPacketTransform",
     "WaveletPacketBasis",
     "best_wavelet_packet_basis",
     "bihaar_transform",

@@ -408,9 +408,7 @@ def wavelet_packet_transform(X, tree, basis, *, axis=-1):
     X, axis, plan, scale = _prepare(X, tree, axis)
     basis = _resolve_basis(tree, basis)
     check_basis(plan, basis)
-    _check_buffers(plan, X.size // plan.n, "The wavelet packet transform")
-    coefs = _analysis(_rows(X, plan, axis, scale), plan, basis)
-    return _unrows(coefs, X.shape, axis, X.dtype, scale)
+    return _apply(X, plan, basis, axis, scale, inverse=False)
 
 
 def inverse_wavelet_packet_transform(C, tree, basis, *, axis=-1):
@@ -439,11 +437,21 @@ def inverse_wavelet_packet_transform(C, tree, basis, *, axis=-1):
     C, axis, plan, scale = _prepare(C, tree, axis, "C")
     basis = _resolve_basis(tree, basis)
     check_basis(plan, basis)
-    _check_buffers(plan, C.size // plan.n, "The inverse wavelet packet transform")
-    rows = _synthesis(_rows(C, plan, axis, scale, order=False), plan, basis)
+    return _apply(C, plan, basis, axis, scale, inverse=True)
+
+
+def _apply(X, plan, basis, axis, scale=1.0, inverse=False):
+    """The transform (or its inverse) of a checked float array in a checked basis: the core
+    of the public functions and of :class:`TreeWaveletPacketTransform`."""
+    what = "The inverse wavelet packet transform" if inverse else "The wavelet packet transform"
+    _check_buffers(plan, X.size // plan.n, what)
+    if not inverse:
+        coefs = _analysis(_rows(X, plan, axis, scale), plan, basis)
+        return _unrows(coefs, X.shape, axis, X.dtype, scale)
+    rows = _synthesis(_rows(X, plan, axis, scale, order=False), plan, basis)
     out = np.empty_like(rows)
     out[plan.order] = rows
-    return _unrows(out, C.shape, axis, C.dtype, scale)
+    return _unrows(out, X.shape, axis, X.dtype, scale)
 
 
 def _resolve_basis(tree, basis):
