@@ -27,15 +27,17 @@ from ._packet_basis import WaveletPacketBasis
 from ._packet_estimator import TreeWaveletPacketTransform
 from ._packets import (
     best_wavelet_packet_basis,
-    inverse_multi_wavelet_packet_transform,
     inverse_wavelet_packet_transform,
-    multi_best_wavelet_packet_basis,
-    multi_wavelet_packet_transform,
     wavelet_packet_basis,
     wavelet_packet_basis_matrix,
     wavelet_packet_dictionary,
     wavelet_packet_info,
     wavelet_packet_transform,
+)
+from ._packets_multi import (
+    inverse_multi_wavelet_packet_transform,
+    multi_best_wavelet_packet_basis,
+    multi_wavelet_packet_transform,
 )
 from ._paraproduct import ParaproductResult, paraproduct_decomposition, tensor_average
 from ._paraproduct_estimator import ParaproductDecomposer

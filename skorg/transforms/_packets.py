@@ -10,7 +10,7 @@ import numpy as np
 
 from .._kernels import _packets as _kernels
 from .._validation import check_memory, pow2_scale
-from ._haar import _check_axis, _check_data, _check_tree, _check_tree_matches, _check_trees
+from ._haar import _check_axis, _check_data, _check_tree, _check_tree_matches
 from ._packet_basis import (
     DIRECTIONS,
     WaveletPacketBasis,
@@ -24,10 +24,7 @@ from ._packet_plan import get_packet_plan
 
 __all__ = [
     "best_wavelet_packet_basis",
-    "inverse_multi_wavelet_packet_transform",
     "inverse_wavelet_packet_transform",
-    "multi_best_wavelet_packet_basis",
-    "multi_wavelet_packet_transform",
     "wavelet_packet_basis",
     "wavelet_packet_basis_matrix",
     "wavelet_packet_dictionary",
@@ -193,7 +190,9 @@ def _reported_cost(cost, value, scale, energy):
         return float(np.float64(norm) / scale)
 
 
-def _search(rows, plan, cost, direction):
+def _search(rows, plan, cost, direction, incumbent=None):
+    """The best basis of packet-ordered rows; ``incumbent`` (a checked basis) is kept,
+    with its cost on these rows, unless the search finds a strictly cheaper one."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}.")
     table, scale, energy = _cost_table(rows, plan, cost)
@@ -204,6 +203,16 @@ def _search(rows, plan, cost, direction):
         found.append((*search_tags(plan, table), "fine-to-coarse"))
     # the cheaper; on a tie the coarse-to-fine one (listed first)
     chosen, value, way = min(found, key=lambda f: f[1])
+    if incumbent is not None:
+        held = float(table[incumbent.levels, incumbent.positions].sum())
+        if held <= value:
+            return WaveletPacketBasis(
+                incumbent.levels,
+                incumbent.positions,
+                name=incumbent.name,
+                cost=_reported_cost(cost, held, scale, energy),
+                direction=incumbent.direction,
+            )
     return mask_to_basis(
         chosen,
         name="best",
@@ -544,134 +553,3 @@ def wavelet_packet_basis_matrix(tree, basis):
     n = tree.n_points
     check_memory(3 * 8 * n * n, f"The dense basis matrix of {n} points")
     return inverse_wavelet_packet_transform(np.eye(n), tree, basis, axis=0)
-
-
-# ---------------------------------------------------------------------- N-D, separable
-def _check_bases(bases, trees, name="bases"):
-    if isinstance(bases, (str, WaveletPacketBasis)):
-        bases = [None if t is None else bases for t in trees]
-    if not isinstance(bases, (list, tuple)):
-        raise TypeError(
-            f"{name} must be a WaveletPacketBasis, a basis name or a list of them (one per "
-            f"axis), got {type(bases).__name__}."
-        )
-    bases = list(bases)
-    if len(bases) != len(trees):
-        raise ValueError(f"Expected one basis per axis ({len(trees)}), got {len(bases)}.")
-    out = []
-    for ax, (tree, basis) in enumerate(zip(trees, bases)):
-        if tree is None:
-            out.append(None)
-            continue
-        if basis is None:
-            raise ValueError(f"{name}[{ax}] is None but axis {ax} has a tree.")
-        out.append(_resolve_basis(tree, basis))
-    return out
-
-
-def multi_wavelet_packet_transform(X, trees, bases):
-    """Wavelet packet coefficients along several axes: a basis on each axis (separable).
-
-    Parameters
-    ----------
-    X : array-like of shape (n_0, n_1, ...)
-    trees : sequence of PartitionTree or None
-        One entry per axis; ``None`` leaves that axis as it is.
-    bases : sequence of WaveletPacketBasis or str, or one of them for every axis
-        The basis of each axis with a tree, e.g. from :func:`multi_best_wavelet_packet_basis`.
-
-    Returns
-    -------
-    C : ndarray of the shape of X
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skorg.trees import dyadic_tree
-    >>> from skorg.transforms import multi_wavelet_packet_transform
-    >>> trees = [dyadic_tree(2), dyadic_tree(4)]
-    >>> C = multi_wavelet_packet_transform(np.ones((2, 4)), trees, "haar")
-    >>> C.round(6)[0]
-    array([2.828427, 0.      , 0.      , 0.      ])
-    """
-    X, _ = _check_data(X)
-    trees = _check_trees(trees, X)
-    bases = _check_bases(bases, trees)
-    for ax, (tree, basis) in enumerate(zip(trees, bases)):
-        if tree is not None:
-            X = wavelet_packet_transform(X, tree, basis, axis=ax)
-    return X
-
-
-def inverse_multi_wavelet_packet_transform(C, trees, bases):
-    """Inverse of :func:`multi_wavelet_packet_transform`.
-
-    Parameters
-    ----------
-    C : array-like of shape (n_0, n_1, ...)
-    trees : sequence of PartitionTree or None
-    bases : sequence of WaveletPacketBasis or str, or one of them for every axis
-
-    Returns
-    -------
-    X : ndarray of the shape of C
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skorg.trees import dyadic_tree
-    >>> from skorg.transforms import inverse_multi_wavelet_packet_transform
-    >>> C = np.zeros((2, 2)); C[0, 0] = 2.0
-    >>> inverse_multi_wavelet_packet_transform(C, [dyadic_tree(2)] * 2, "walsh")
-    array([[1., 1.],
-           [1., 1.]])
-    """
-    C, _ = _check_data(C, "C")
-    trees = _check_trees(trees, C)
-    bases = _check_bases(bases, trees)
-    for ax, (tree, basis) in enumerate(zip(trees, bases)):
-        if tree is not None:
-            C = inverse_wavelet_packet_transform(C, tree, basis, axis=ax)
-    return C
-
-
-def multi_best_wavelet_packet_basis(X, trees, *, cost="l1", direction="both"):
-    """The best wavelet packet basis of every axis of a matrix or tensor (separable).
-
-    The basis of axis ``a`` is the best for the vectors of X along that axis, their costs
-    summed (Irion and Saito's choice for matrices [1]_); the axes are searched independently.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_0, n_1, ...)
-    trees : sequence of PartitionTree or None
-    cost, direction
-        As in :func:`best_wavelet_packet_basis`.
-
-    Returns
-    -------
-    bases : list of WaveletPacketBasis or None
-        One per axis (``None`` where the tree is ``None``).
-
-    References
-    ----------
-    .. [1] Irion, Saito, "Learning sparsity and structure of matrices with multiscale graph
-       basis dictionaries", IEEE MLSP 2016.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skorg.trees import dyadic_tree
-    >>> from skorg.transforms import multi_best_wavelet_packet_basis
-    >>> bases = multi_best_wavelet_packet_basis(np.ones((4, 4)), [dyadic_tree(4)] * 2)
-    >>> [round(b.cost, 6) for b in bases]
-    [8.0, 8.0]
-    """
-    X, _ = _check_data(X)
-    trees = _check_trees(trees, X)
-    return [
-        None
-        if tree is None
-        else best_wavelet_packet_basis(X, tree, axis=ax, cost=cost, direction=direction)
-        for ax, tree in enumerate(trees)
-    ]

@@ -301,7 +301,7 @@ def test_separable_transform_of_a_matrix_and_a_tensor():
     rng = np.random.default_rng(6)
     t0, t1, t2 = random_tree(10, rng), random_tree(7, rng), dyadic_tree(4)
     X = rng.standard_normal((10, 7))
-    bases = multi_best_wavelet_packet_basis(X, [t0, t1])
+    bases = multi_best_wavelet_packet_basis(X, [t0, t1], method="independent")
     assert bases[0] == best_wavelet_packet_basis(X, t0, axis=0)
     assert bases[1] == best_wavelet_packet_basis(X, t1, axis=1)
     C = multi_wavelet_packet_transform(X, [t0, t1], bases)
@@ -389,3 +389,26 @@ def test_degenerate_data():
     one = dyadic_tree(1)
     assert wavelet_packet_transform(np.array([3.0]), one, "haar")[0] == 3.0
     assert best_wavelet_packet_basis(np.array([-3.0]), one).cost == 3.0
+
+
+def test_alternating_separable_search_never_above_the_tensor_haar_cost():
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        t0, t1 = random_tree(12, rng), random_tree(9, rng)
+        X = rng.standard_normal((12, 9)) * np.exp(rng.standard_normal((12, 1)))
+        haar = np.abs(multi_haar_transform(X, [t0, t1])).sum()
+        bases = multi_best_wavelet_packet_basis(X, [t0, t1])
+        C = multi_wavelet_packet_transform(X, [t0, t1], bases)
+        assert np.abs(C).sum() <= haar * (1 + 1e-12)
+        assert bases[-1].cost == pytest.approx(np.abs(C).sum(), rel=1e-10)
+        # at the end no axis has a cheaper basis given the others (a coordinate minimum)
+        Y = wavelet_packet_transform(X, t0, bases[0], axis=0)
+        assert bases[1].cost <= best_wavelet_packet_basis(Y, t1, axis=1).cost * (1 + 1e-12)
+        Y = wavelet_packet_transform(X, t1, bases[1], axis=1)
+        assert bases[1].cost <= best_wavelet_packet_basis(Y, t0, axis=0).cost * (1 + 1e-12)
+    independent = multi_best_wavelet_packet_basis(X, [t0, t1], method="independent")
+    assert independent[0] == best_wavelet_packet_basis(X, t0, axis=0)
+    with pytest.raises(ValueError, match="method"):
+        multi_best_wavelet_packet_basis(X, [t0, t1], method="greedy")
+    with pytest.raises(ValueError, match="max_sweeps"):
+        multi_best_wavelet_packet_basis(X, [t0, t1], max_sweeps=0)
