@@ -90,25 +90,32 @@ def _step_block(cur, active, sa, sb, wa, wb, tmp, lo, hi):
             out[t] = src[t]
 
 
+@numba.njit(cache=True, fastmath={"reassoc"})
+def _row_sum_abs(row, lo, hi):
+    # reassociation lets the sum vectorize (about 4x); the order is still fixed for a given
+    # compiled kernel, so the result does not depend on the threads or the call
+    acc = 0.0
+    for t in range(lo, hi):
+        acc += abs(row[t])
+    return acc
+
+
 @numba.njit(cache=True)
 def _step_cost_block(cur, active, sa, sb, wa, wb, tmp, kind, power, scale, cost, blk, lo, hi):
-    # one loop per kind of cost, so that the branch is not inside the loop over the columns
+    # the l1 cost, the common one, as a vectorized sum of the new row (one loop per kind,
+    # so that the branch is not inside the loop over the columns)
     for k in range(active.shape[0]):
         ra, rc, out = cur[sa[k]], cur[sb[k]], tmp[k]
         x, y = wa[k], wb[k]
-        acc = 0.0
+        for t in range(lo, hi):
+            out[t] = x * ra[t] + y * rc[t]
         if kind == COST_L1:
-            for t in range(lo, hi):
-                v = x * ra[t] + y * rc[t]
-                out[t] = v
-                acc += abs(v)
-            acc *= scale
+            cost[blk, k] = _row_sum_abs(out, lo, hi) * scale
         else:
+            acc = 0.0
             for t in range(lo, hi):
-                v = x * ra[t] + y * rc[t]
-                out[t] = v
-                acc += _cost(v * scale, kind, power)
-        cost[blk, k] = acc
+                acc += _cost(out[t] * scale, kind, power)
+            cost[blk, k] = acc
     for k in range(active.shape[0]):
         src, out = tmp[k], cur[active[k]]
         for t in range(lo, hi):
@@ -163,10 +170,12 @@ def level_step_cost_serial(cur, active, sa, sb, wa, wb, tmp, kind, power, scale,
         cost[k] = acc
 
 
-# Every kernel below comes twice: parallel over the rows, and serial (``*_serial``, the same
-# body) for arrays of fewer than SERIAL_SIZE values, where waking the thread pool costs more
-# than the work (milliseconds on a loaded machine against microseconds of work).
-SERIAL_SIZE = 1 << 17
+# Every kernel comes twice: parallel over the rows (or blocks of columns), and serial
+# (``*_serial``, the same body) for arrays of fewer than SERIAL_SIZE values. The serial ones
+# take most sizes: a step streams its rows once, and on this project's shared 2-core machines
+# (load average 10-12) the parallel steps took 5-13x the serial time on 2^20 values
+# (level step 70 against 5 ms), waiting on descheduled threads at every fork-join.
+SERIAL_SIZE = 1 << 22
 
 
 @numba.njit(parallel=True, cache=True)

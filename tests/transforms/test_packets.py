@@ -401,7 +401,11 @@ def test_alternating_separable_search_never_above_the_tensor_haar_cost():
         C = multi_wavelet_packet_transform(X, [t0, t1], bases)
         assert np.abs(C).sum() <= haar * (1 + 1e-12)
         assert bases[-1].cost == pytest.approx(np.abs(C).sum(), rel=1e-10)
-        # at the end no axis has a cheaper basis given the others (a coordinate minimum)
+        # run to convergence, no axis has a cheaper basis given the others (a coordinate
+        # minimum), and more sweeps only lower the cost
+        more = multi_best_wavelet_packet_basis(X, [t0, t1], max_sweeps=20)
+        assert more[-1].cost <= bases[-1].cost * (1 + 1e-12)
+        bases = more
         Y = wavelet_packet_transform(X, t0, bases[0], axis=0)
         assert bases[1].cost <= best_wavelet_packet_basis(Y, t1, axis=1).cost * (1 + 1e-12)
         Y = wavelet_packet_transform(X, t1, bases[1], axis=1)
