@@ -72,53 +72,58 @@ def _cost(v, kind, power):
     return -e * math.log(e) if e > 0.0 else 0.0
 
 
-# the column blocks of the level steps: every task runs both passes of a step on its own
-# columns, so a step is one parallel region without a barrier inside
+# the column blocks of the level steps: every block runs both passes of a step on its own
+# columns, so a parallel step is one parallel region without a barrier inside, and the
+# scratch rows of a block (n x 64 values, 512 kB for n = 1024) stay in cache between passes
 BLOCK = 64
 
 
-@numba.njit(cache=True)
-def _step_block(cur, active, sa, sb, wa, wb, tmp, lo, hi):
-    for k in range(active.shape[0]):
-        ra, rc, out = cur[sa[k]], cur[sb[k]], tmp[k]
-        x, y = wa[k], wb[k]
-        for t in range(lo, hi):
-            out[t] = x * ra[t] + y * rc[t]
-    for k in range(active.shape[0]):
-        src, out = tmp[k], cur[active[k]]
-        for t in range(lo, hi):
-            out[t] = src[t]
-
-
 @numba.njit(cache=True, fastmath={"reassoc"})
-def _row_sum_abs(row, lo, hi):
-    # reassociation lets the sum vectorize (about 4x); the order is still fixed for a given
-    # compiled kernel, so the result does not depend on the threads or the call
+def _sum_abs(row):
+    # reassociation lets the sum vectorize; the order is still fixed for a compiled kernel,
+    # so the result does not depend on the threads or the call
     acc = 0.0
-    for t in range(lo, hi):
+    for t in range(row.shape[0]):
         acc += abs(row[t])
     return acc
+
+
+# The loops below run over slices indexed from 0: a loop from a variable start keeps a
+# negative-index check per element and does not vectorize (see skorg._kernels._peak).
+@numba.njit(cache=True)
+def _step_block(cur, active, sa, sb, wa, wb, tmp, lo, hi):
+    m = hi - lo
+    for k in range(active.shape[0]):
+        ra, rc, out = cur[sa[k], lo:hi], cur[sb[k], lo:hi], tmp[k, lo:hi]
+        x, y = wa[k], wb[k]
+        for t in range(m):
+            out[t] = x * ra[t] + y * rc[t]
+    for k in range(active.shape[0]):
+        src, out = tmp[k, lo:hi], cur[active[k], lo:hi]
+        for t in range(m):
+            out[t] = src[t]
 
 
 @numba.njit(cache=True)
 def _step_cost_block(cur, active, sa, sb, wa, wb, tmp, kind, power, scale, cost, blk, lo, hi):
     # the l1 cost, the common one, as a vectorized sum of the new row (one loop per kind,
     # so that the branch is not inside the loop over the columns)
+    m = hi - lo
     for k in range(active.shape[0]):
-        ra, rc, out = cur[sa[k]], cur[sb[k]], tmp[k]
+        ra, rc, out = cur[sa[k], lo:hi], cur[sb[k], lo:hi], tmp[k, lo:hi]
         x, y = wa[k], wb[k]
-        for t in range(lo, hi):
+        for t in range(m):
             out[t] = x * ra[t] + y * rc[t]
         if kind == COST_L1:
-            cost[blk, k] = _row_sum_abs(out, lo, hi) * scale
+            cost[blk, k] = _sum_abs(out) * scale
         else:
             acc = 0.0
-            for t in range(lo, hi):
+            for t in range(m):
                 acc += _cost(out[t] * scale, kind, power)
             cost[blk, k] = acc
     for k in range(active.shape[0]):
-        src, out = tmp[k], cur[active[k]]
-        for t in range(lo, hi):
+        src, out = tmp[k, lo:hi], cur[active[k], lo:hi]
+        for t in range(m):
             out[t] = src[t]
 
 
@@ -133,8 +138,11 @@ def level_step(cur, active, sa, sb, wa, wb, tmp):
 
 @numba.njit(cache=True)
 def level_step_serial(cur, active, sa, sb, wa, wb, tmp):
-    """The serial twin of :func:`level_step`."""
-    _step_block(cur, active, sa, sb, wa, wb, tmp, 0, cur.shape[1])
+    """The serial twin of :func:`level_step` (the same blocks of columns, whose scratch rows
+    stay in cache)."""
+    b = cur.shape[1]
+    for blk in range((b + BLOCK - 1) // BLOCK):
+        _step_block(cur, active, sa, sb, wa, wb, tmp, blk * BLOCK, min(b, (blk + 1) * BLOCK))
 
 
 @numba.njit(parallel=True, cache=True)
