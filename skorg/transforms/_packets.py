@@ -73,8 +73,8 @@ def _unrows(rows, shape, axis, dtype, scale=1.0):
 
 
 def _check_buffers(plan, B, what, extra=0):
-    # two level buffers and the output, float64
-    check_memory(3 * 8 * plan.n * B + extra, what)
+    # the rows in the packet order, the scratch block, the output and its transposed copy
+    check_memory(4 * 8 * plan.n * B + extra, what)
 
 
 def _by_level(plan, basis):
@@ -150,7 +150,10 @@ def _cost_table(rows, plan, cost):
     tmp = _tmp(plan, rows.shape[1])
     changed = np.empty(tmp.shape[0], dtype=np.float64)
     last = plan.n_levels - 1
-    energy = float(np.sum(np.square(rows * scale)))
+    # the energy of the scaled rows, in one pass without temporaries (the entropy needs it)
+    squares = np.empty(n, dtype=np.float64)
+    K.row_cost(cur, _kernels.COST_LP, 2.0, scale, squares)
+    energy = float(squares.sum())
     if func is None:
         K.row_cost(cur, kind, power, scale, table[last])
     else:
