@@ -40,8 +40,8 @@ from skorg.transforms import (
     multi_haar_transform,
     multi_wavelet_packet_transform,
 )
+from skorg.transforms._packet_core import _cost_table, _rows
 from skorg.transforms._packet_plan import get_packet_plan
-from skorg.transforms._packets import _cost_table, _rows
 from skorg.trees import dyadic_tree, linkage_tree
 
 

@@ -22,8 +22,8 @@ from .._validation import pow2_scale
 from ..trees import PartitionTree
 from ._haar_estimator import learn_column_tree
 from ._packet_basis import DIRECTIONS
+from ._packet_core import _apply, _rows, _search
 from ._packet_plan import get_packet_plan
-from ._packets import _apply, _rows, _search
 
 __all__ = ["TreeWaveletPacketTransform"]
 

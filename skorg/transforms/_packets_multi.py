@@ -7,12 +7,11 @@ import numpy as np
 
 from ._haar import _check_data, _check_trees
 from ._packet_basis import WaveletPacketBasis, check_basis
+from ._packet_core import _rows, _search
 from ._packet_plan import get_packet_plan
 from ._packets import (
     _KINDS,
     _resolve_basis,
-    _rows,
-    _search,
     best_wavelet_packet_basis,
     inverse_wavelet_packet_transform,
     wavelet_packet_basis,
