@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils import check_array
+from sklearn.utils import check_array, metadata_routing
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
@@ -215,6 +216,9 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
     >>> bool(organized.loc["r3", "c7"] == df.loc["r3", "c7"])
     True
     """
+
+    # score's basis is an option of the call, not metadata to route (no set_score_request)
+    __metadata_request__score: ClassVar[dict] = {"basis": metadata_routing.UNUSED}
 
     _parameter_constraints: dict = {
         "preset": [StrOptions(set(PRESETS)), None],

@@ -146,7 +146,7 @@ def wavelet_packet_dictionary(X, tree, *, axis=-1):
 
     Returns
     -------
-    D : ndarray of shape (n_levels, *X.shape)
+    D : ndarray of shape (n_levels,) + X.shape
         ``D[j]`` along ``axis`` holds level ``j`` of the dictionary (positions as in
         :func:`wavelet_packet_info`); float32 for float32 data, else float64.
 
