@@ -212,10 +212,14 @@ def check_basis(plan, basis, name="basis"):
     groups, n_groups, parents, sizes = _tag_tree(plan)
     if _covers_once(chosen, groups, n_groups, parents, 0, sizes):
         return chosen
+    from ._packet_tiling import covers_tiling
+
+    if covers_tiling(plan, chosen):
+        return chosen
     raise ValueError(
-        f"{name} is not an orthonormal basis of the tree's dictionary: its entries must be "
-        "whole regions covering every point once, or whole frequency tags covering every "
-        "tag of the coarsest level once (see the user guide, 'Wavelet packets')."
+        f"{name} is not an orthonormal basis of the tree's dictionary: its entries must tile "
+        "the dictionary (whole regions covering every point once, whole frequency tags, or "
+        "a time-frequency tiling; see the user guide, 'Wavelet packets and best bases')."
     )
 
 
@@ -246,7 +250,7 @@ def parse_cost(cost):
     )
 
 
-DIRECTIONS = ("both", "coarse-to-fine", "fine-to-coarse")
+DIRECTIONS = ("both", "coarse-to-fine", "fine-to-coarse", "time-frequency")
 
 
 # ---------------------------------------------------------------------- searches

@@ -191,6 +191,10 @@ def _search(rows, plan, cost, direction, incumbent=None):
         found.append((*search_regions(plan, table), "coarse-to-fine"))
     if direction in ("both", "fine-to-coarse"):
         found.append((*search_tags(plan, table), "fine-to-coarse"))
+    if direction == "time-frequency":
+        from ._packet_tiling import search_tiling
+
+        found.append((*search_tiling(plan, table), "time-frequency"))
     # the cheaper; on a tie the coarse-to-fine one (listed first)
     chosen, value, way = min(found, key=lambda f: f[1])
     if incumbent is not None:

@@ -45,10 +45,12 @@ class TreeWaveletPacketTransform(ClassNamePrefixFeaturesOutMixin, TransformerMix
     cost : {"l1", "entropy"}, float or callable, default="l1"
         The additive cost the basis minimizes (see
         :func:`~skorg.transforms.best_wavelet_packet_basis`).
-    direction : {"both", "coarse-to-fine", "fine-to-coarse"}, default="both"
+    direction : {"both", "coarse-to-fine", "fine-to-coarse", "time-frequency"}, \
+default="both"
         Which bases the search considers (see
-        :func:`~skorg.transforms.best_wavelet_packet_basis`); ``"fine-to-coarse"`` and
-        ``"both"`` include the Haar basis, so the fitted cost is never above the Haar one.
+        :func:`~skorg.transforms.best_wavelet_packet_basis`); all but
+        ``"coarse-to-fine"`` include the Haar basis, so the fitted cost is never above the
+        Haar one.
 
     Attributes
     ----------

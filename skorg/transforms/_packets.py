@@ -296,11 +296,15 @@ def best_wavelet_packet_basis(X, tree, *, axis=-1, cost="l1", direction="both"):
         Coifman-Wickerhauser entropy ``-sum (c^2 / E) log(c^2 / E)`` with ``E`` the data's
         energy (the same in every basis); a positive float ``p``: ``|c|^p``; a callable:
         maps an array of coefficients to an array of their costs (the same shape).
-    direction : {"both", "coarse-to-fine", "fine-to-coarse"}, default="both"
+    direction : {"both", "coarse-to-fine", "fine-to-coarse", "time-frequency"}, \
+default="both"
         ``"coarse-to-fine"``: the best union of regions, each with all its tags (searched
         from the finest regions up); ``"fine-to-coarse"``: the best union of tags, each over
         all the regions of its level (searched from the coarsest level down; the Haar and
-        Walsh bases are among these); ``"both"``: the cheaper of the two.
+        Walsh bases are among these); ``"both"``: the cheaper of the two;
+        ``"time-frequency"``: the best of all the tilings that split every tile in time
+        (regions) or in frequency (tags), which includes both families (the extended
+        GHWT search of Shao and Saito [3]_), never costlier than ``"both"``.
 
     Returns
     -------
@@ -324,6 +328,8 @@ def best_wavelet_packet_basis(X, tree, *, axis=-1, cost="l1", direction="both"):
     .. [1] Coifman, Wickerhauser, "Entropy-based algorithms for best basis selection",
        IEEE Trans. Information Theory 38 (1992).
     .. [2] Irion, Saito, "The generalized Haar-Walsh transform", IEEE SSP 2014.
+    .. [3] Shao, Saito, "The extended generalized Haar-Walsh transform and applications",
+       2021.
 
     Examples
     --------

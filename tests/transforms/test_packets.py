@@ -416,3 +416,58 @@ def test_alternating_separable_search_never_above_the_tensor_haar_cost():
         multi_best_wavelet_packet_basis(X, [t0, t1], method="greedy")
     with pytest.raises(ValueError, match="max_sweeps"):
         multi_best_wavelet_packet_basis(X, [t0, t1], max_sweeps=0)
+
+
+def all_tilings(tree, limit=5000):
+    """Every time-frequency tiling of the dictionary (up to ``limit``), as (L, n) masks."""
+    from skorg.transforms._packet_tiling import _links, _tiles
+
+    plan = get_packet_plan(tree)
+    L = plan.n_levels
+    inv, rep = _tiles(plan)
+    time, freq = _links(plan, inv, rep)
+
+    def kids(j, a, i):
+        t = [(j, a + 1, int(c)) for c in np.flatnonzero(time[j, a + 1] == i)]
+        f = [(j - 1, a, int(c)) for c in np.flatnonzero(freq[j - 1, a] == i)]
+        return t, f
+
+    def tilings(node):
+        j, a, i = node
+        if a == j:
+            yield [node]
+            return
+        for side in kids(j, a, i):
+            for combo in itertools.product(*[list(tilings(k)) for k in side]):
+                yield [x for part in combo for x in part]
+
+    masks = []
+    for nodes in itertools.islice(tilings((L - 1, 0, 0)), limit):
+        m = np.zeros((L, plan.n), dtype=bool)
+        for j, a, i in nodes:
+            m[j, rep[j, a][i]] = True
+        masks.append(m)
+    return masks
+
+
+@pytest.mark.parametrize("tree", TREES[1:9], ids=IDS[1:9])
+def test_time_frequency_best_basis_is_the_exhaustive_minimum_over_tilings(tree):
+    n = tree.n_points
+    rng = np.random.default_rng(n + 3)
+    X = rng.standard_normal((2, n)) * np.exp(rng.standard_normal(n))
+    D = wavelet_packet_dictionary(X, tree)
+    masks = all_tilings(tree)
+    costs = []
+    for m in masks[:: max(1, len(masks) // 40)]:
+        W = wavelet_packet_basis_matrix(tree, _basis(m))  # every tiling is a basis
+        np.testing.assert_allclose(W.T @ W, np.eye(n), atol=1e-12)
+    for m in masks:
+        costs.append(np.abs(np.concatenate([D[j][:, m[j]] for j in range(m.shape[0])], 1)).sum())
+    best = best_wavelet_packet_basis(X, tree, direction="time-frequency")
+    assert best.direction == "time-frequency"
+    assert best.cost == pytest.approx(min(costs), rel=1e-10)
+    assert np.abs(wavelet_packet_transform(X, tree, best)).sum() == pytest.approx(best.cost)
+    # the region and tag bases are tilings: never cheaper than the tiling search
+    assert best.cost <= best_wavelet_packet_basis(X, tree).cost * (1 + 1e-12)
+    for m in all_bases(tree):
+        assert any(np.array_equal(m, t) for t in masks)
