@@ -5,7 +5,8 @@
    kinds x two seeds; digits by name), trees from the default
    :class:`~skorg.QuestionnaireOrganizer`, and on them: the normalized l1 cost
    ``||C||_1 / ||X||_2`` of the tensor Haar basis, of the separable best basis (alternating,
-   the default) and of the independent per-axis choice; and the relative error after keeping
+   the default), of the independent per-axis choice and of the time-frequency tilings
+   (alternating); and the relative error after keeping
    the 5% largest coefficients in the Haar and in the best basis.
 2. ``denoise``: a known-noise experiment: clean shuffled smooth matrices (and one with an
    oscillating factor) plus Gaussian noise of known sigma, trees organized on the noisy
@@ -80,6 +81,8 @@ def scores(X, trees):
     haar = float(np.abs(multi_haar_transform(X, trees)).sum()) / norm
     best = multi_best_wavelet_packet_basis(X, trees)
     indep = multi_best_wavelet_packet_basis(X, trees, method="independent")
+    tf = multi_best_wavelet_packet_basis(X, trees, direction="time-frequency")
+    c_tf = float(np.abs(multi_wavelet_packet_transform(X, trees, tf)).sum()) / norm
     c_best = float(np.abs(multi_wavelet_packet_transform(X, trees, best)).sum()) / norm
     c_indep = float(np.abs(multi_wavelet_packet_transform(X, trees, indep)).sum()) / norm
     e_haar = haar_compress(X, trees, fraction=0.05).relative_error
@@ -88,12 +91,13 @@ def scores(X, trees):
         "l1 haar": haar,
         "l1 best": c_best,
         "l1 indep": c_indep,
+        "l1 tf": c_tf,
         "err5 haar": e_haar,
         "err5 best": e_best,
     }
 
 
-COLS = ["l1 haar", "l1 best", "l1 indep", "err5 haar", "err5 best"]
+COLS = ["l1 haar", "l1 best", "l1 indep", "l1 tf", "err5 haar", "err5 best"]
 
 
 def print_row(name, row):
@@ -161,10 +165,14 @@ def bench_runtime(n=1024):
             lambda t=tree: multi_best_wavelet_packet_basis(X, [t, t], method="independent")
         )
         alt = best_of(lambda t=tree: multi_best_wavelet_packet_basis(X, [t, t]))
+        tf = best_of(
+            lambda t=tree: multi_best_wavelet_packet_basis(X, [t, t], direction="time-frequency")
+        )
         mem = peak_mib(lambda t=tree: multi_best_wavelet_packet_basis(X, [t, t]))
         print(
             f"{name:<16} {plan.n_levels:>3} levels: one pass per axis {one:.3f} s, "
-            f"alternating {alt:.3f} s, peak {mem:.0f} MiB (X: {X.nbytes / 2**20:.0f} MiB)"
+            f"alternating {alt:.3f} s (time-frequency {tf:.3f} s), peak {mem:.0f} MiB "
+            f"(X: {X.nbytes / 2**20:.0f} MiB)"
         )
         # time per level: the cost pass (every level of the dictionary, n x B values each)
         # against the tree Haar transform along the same axis

@@ -79,12 +79,35 @@ BLOCK = 64
 
 
 @numba.njit(cache=True, fastmath={"reassoc"})
-def _sum_abs(row):
-    # reassociation lets the sum vectorize; the order is still fixed for a compiled kernel,
-    # so the result does not depend on the threads or the call
+def _sum_abs(row, scale):
+    # sum |scale * row|: reassociation lets the sum vectorize; the order is still fixed for
+    # a compiled kernel, so the result does not depend on the threads or the call. The
+    # scale is applied to every entry (the sum of the raw magnitudes may overflow)
     acc = 0.0
     for t in range(row.shape[0]):
-        acc += abs(row[t])
+        acc += abs(row[t] * scale)
+    return acc
+
+
+@numba.njit(cache=True, fastmath={"reassoc"})
+def _sum_sq(row, scale):
+    acc = 0.0
+    for t in range(row.shape[0]):
+        v = row[t] * scale
+        acc += v * v
+    return acc
+
+
+@numba.njit(cache=True)
+def _row_cost_one(row, kind, power, scale):
+    # l1 and the squares (the energy) as vectorized sums, the other costs entry by entry
+    if kind == COST_L1:
+        return _sum_abs(row, scale)
+    if kind == COST_LP and power == 2.0:
+        return _sum_sq(row, scale)
+    acc = 0.0
+    for t in range(row.shape[0]):
+        acc += _cost(row[t] * scale, kind, power)
     return acc
 
 
@@ -115,7 +138,7 @@ def _step_cost_block(cur, active, sa, sb, wa, wb, tmp, kind, power, scale, cost,
         for t in range(m):
             out[t] = x * ra[t] + y * rc[t]
         if kind == COST_L1:
-            cost[blk, k] = _sum_abs(out) * scale
+            cost[blk, k] = _sum_abs(out, scale)
         else:
             acc = 0.0
             for t in range(m):
@@ -189,25 +212,17 @@ SERIAL_SIZE = 1 << 22
 @numba.njit(parallel=True, cache=True)
 def row_cost(src, kind, power, scale, cost):
     """``cost[p]`` = the sum of the additive cost of ``scale * src[p, t]`` over ``t``."""
-    n, b = src.shape
+    n = src.shape[0]
     for p in prange(n):
-        row = src[p]
-        acc = 0.0
-        for t in range(b):
-            acc += _cost(row[t] * scale, kind, power)
-        cost[p] = acc
+        cost[p] = _row_cost_one(src[p], kind, power, scale)
 
 
 @numba.njit(cache=True)
 def row_cost_serial(src, kind, power, scale, cost):
     """The serial twin of :func:`row_cost`."""
-    n, b = src.shape
+    n = src.shape[0]
     for p in range(n):
-        row = src[p]
-        acc = 0.0
-        for t in range(b):
-            acc += _cost(row[t] * scale, kind, power)
-        cost[p] = acc
+        cost[p] = _row_cost_one(src[p], kind, power, scale)
 
 
 @numba.njit(parallel=True, cache=True)
