@@ -54,8 +54,13 @@ def test_fit_chooses_the_best_basis_of_the_training_rows(X):
 
 def test_pipeline_and_grid_search(X):
     pipe = Pipeline([("packets", TreeWaveletPacketTransform()), ("pca", PCA(2))])
-    grid = GridSearchCV(pipe, {"packets__cost": ["l1", 0.5, "entropy"]}, cv=3).fit(X)
+    params = {
+        "packets__cost": ["l1", 0.5, "entropy"],
+        "packets__direction": ["both", "time-frequency"],
+    }
+    grid = GridSearchCV(pipe, params, cv=3).fit(X)
     assert grid.best_params_["packets__cost"] in ("l1", 0.5, "entropy")
+    assert len(grid.cv_results_["params"]) == 6
     assert grid.best_estimator_.named_steps["packets"].basis_.n_points == 16
 
 
