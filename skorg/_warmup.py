@@ -80,6 +80,23 @@ def _calls():
             trees = [dyadic_tree(k) for k in T.shape]
             inverse_multi_haar_transform(multi_haar_transform(T, trees), trees)
 
+    def packets():
+        # the wavelet packet kernels: every cost kind, the transforms both ways, serial and
+        # (from 2^22 values) parallel
+        from .transforms import (
+            best_wavelet_packet_basis,
+            inverse_wavelet_packet_transform,
+            wavelet_packet_transform,
+        )
+
+        for shape in ((8, 40), (2048, 2048)):
+            X = rng.normal(size=shape)
+            tree = dyadic_tree(shape[1])
+            for cost in ("l1", 0.5, "entropy"):
+                basis = best_wavelet_packet_basis(X, tree, cost=cost)
+            C = wavelet_packet_transform(X, tree, basis)
+            inverse_wavelet_packet_transform(C, tree, basis)
+
     # a 128 x 96 fit runs its EMD in NumPy (nothing to compile); from about 256 x 192 the
     # compiled serial kernels take over, and from about 520 x 520 the parallel ones
     larger = np.cos(3 * rng.random((256, 1)) + 2 * rng.random((1, 192)))
@@ -91,6 +108,7 @@ def _calls():
             lambda: QuestionnaireOrganizer(preset="paper_3d_heads").fit(tensor),
         ),
         ("tree Haar transforms (float64 and float32)", haar),
+        ("Haar-Walsh wavelet packets", packets),
         (
             "parallel kernels (a 520 x 520 matrix)",
             lambda: QuestionnaireOrganizer(n_iter=1).fit(rng.random((520, 520))),

@@ -12,6 +12,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SMALL = {
     "plot_organize_shuffled_matrix.py": ["--small"],
     "plot_haar_compression.py": [],
+    "plot_wavelet_packets.py": [],  # SKORG_EXAMPLE_SMALL=1
     "plot_paraproduct_softmax_invariance.py": [],
     "plot_survey_questionnaire.py": [],  # SKORG_EXAMPLE_SMALL=1
     "plot_grid_search_emd.py": [],  # SKORG_EXAMPLE_SMALL=1
@@ -68,6 +69,10 @@ def test_example_runs_small(name, monkeypatch, capsys):
     elif name == "plot_haar_compression.py":
         organized, random = numbers(r"l1 all\s+([\d.]+)\s+([\d.]+)", out)
         assert organized < random
+    elif name == "plot_wavelet_packets.py":
+        haar, best = numbers(r"tree Haar ([\d.]+), best packet basis ([\d.]+)", out)
+        assert best <= haar
+        assert len(re.findall(r"keep\s+\d+%: relative error", out)) == 4
     elif name == "plot_paraproduct_softmax_invariance.py":
         assert "Reviewers' 4 x 4 test" in out and "softmax_collapsed" in out
     elif name == "plot_effective_dynamics.py":

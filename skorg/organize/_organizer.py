@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils import check_array
+from sklearn.utils import check_array, metadata_routing
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
@@ -233,6 +234,9 @@ default="auto"
     >>> bool(organized.loc["r3", "c7"] == df.loc["r3", "c7"])
     True
     """
+
+    # score's basis is an option of the call, not metadata to route (no set_score_request)
+    __metadata_request__score: ClassVar[dict] = {"basis": metadata_routing.UNUSED}
 
     _parameter_constraints: dict = {
         "preset": [StrOptions(set(PRESETS)), None],
@@ -508,7 +512,7 @@ default="auto"
             return arr[self.orders_[0]][:, self.orders_[1]]
         return reorder_like(_take_axes(arr, self.orders_, range(arr.ndim)), X, self.orders_)
 
-    def score(self, X, y=None):
+    def score(self, X, y=None, *, basis=None):
         """Organization quality of the rows of X on the learned trees (higher is better).
 
         Minus the mean over rows of ``||H x||_1 / (sqrt(m) ||x||_2)``, with H
@@ -521,14 +525,22 @@ default="auto"
         X : array-like of shape (n_samples, n_columns, ...)
         y : None
             Ignored.
+        basis : None, "best", str, WaveletPacketBasis or sequence, default=None
+            The basis of H on the trees of axes 1..: None, the tree Haar basis; ``"best"``,
+            the best Haar-Walsh packet basis of the rows of X on every such axis (dense X;
+            see :func:`~skorg.transforms.multi_best_wavelet_packet_basis`); a basis name or
+            a :class:`~skorg.transforms.WaveletPacketBasis` for every axis, or one per axis
+            of X (the first, the rows, None). The score can only rise from the Haar one
+            with ``"best"``, which includes the Haar basis.
 
         Returns
         -------
         score : float
         """
         X = self._check_new(X, same_rows=False).astype(np.float64, copy=False)
+        bases = _score_bases(X, self.trees_, basis)
         if not sp.issparse(X):
-            ratios = _row_ratios(X, self.trees_)
+            ratios = _row_ratios(X, self.trees_, bases)
         else:
             # rows densified a block at a time: one block of float64 stays within
             # sklearn's working_memory
@@ -539,7 +551,7 @@ default="auto"
             X = X.tocsr()
             ratios = np.concatenate(
                 [
-                    _row_ratios(X[lo : lo + step].toarray(), self.trees_)
+                    _row_ratios(X[lo : lo + step].toarray(), self.trees_, bases)
                     for lo in range(0, X.shape[0], step)
                 ]
             )
@@ -548,16 +560,45 @@ default="auto"
         return float(-ratios.mean())
 
 
-def _row_ratios(X, trees):
+def _score_bases(X, trees, basis):
+    """The wavelet packet bases of :meth:`QuestionnaireOrganizer.score` (None: Haar)."""
+    if basis is None:
+        return None
+    from ..transforms import multi_best_wavelet_packet_basis
+
+    axes = [None, *trees[1:]]
+    if isinstance(basis, str) and basis == "best":
+        if sp.issparse(X):
+            raise ValueError(
+                "basis='best' needs dense X (the search reads every row); pass the bases of "
+                "multi_best_wavelet_packet_basis on a dense sample instead."
+            )
+        from .._validation import scale_rows
+
+        # the search minimizes the sum of the rows' l1 norms; on rows of unit norm that is
+        # the sum of the ratios the score averages, so the score cannot fall below Haar's
+        flat = scale_rows(X.reshape(X.shape[0], -1))
+        norms = np.sqrt(np.einsum("ij,ij->i", flat, flat))
+        unit = flat / np.where(norms > 0, norms, 1.0)[:, None]
+        return multi_best_wavelet_packet_basis(unit.reshape(X.shape), axes)
+    if not isinstance(basis, (list, tuple)):
+        basis = [None, *([basis] * (len(axes) - 1))]
+    return list(basis)
+
+
+def _row_ratios(X, trees, bases=None):
     """``||H x||_1 / (sqrt(m) ||x||_2)`` of every nonzero row of a dense X."""
     from .._validation import scale_rows
-    from ..transforms import multi_haar_transform
+    from ..transforms import multi_haar_transform, multi_wavelet_packet_transform
 
     # each row's ratio does not change when the row is scaled: extreme rows are scaled
     # (exactly) so that the squares of the norms cannot overflow or underflow
     shape = X.shape
     X = scale_rows(X.reshape(shape[0], -1)).reshape(shape)
-    coefs = multi_haar_transform(X, [None, *trees[1:]])
+    if bases is None:
+        coefs = multi_haar_transform(X, [None, *trees[1:]])
+    else:
+        coefs = multi_wavelet_packet_transform(X, [None, *trees[1:]], bases)
     flat = coefs.reshape(X.shape[0], -1)
     rows = X.reshape(X.shape[0], -1)
     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))

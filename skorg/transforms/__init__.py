@@ -23,6 +23,22 @@ from ._haar import (
 )
 from ._haar_estimator import TreeHaarTransform
 from ._nonlinearities import EntrywiseNonlinearity, Nonlinearity, get_nonlinearity
+from ._packet_basis import WaveletPacketBasis
+from ._packet_estimator import TreeWaveletPacketTransform
+from ._packets import (
+    best_wavelet_packet_basis,
+    inverse_wavelet_packet_transform,
+    wavelet_packet_basis,
+    wavelet_packet_basis_matrix,
+    wavelet_packet_dictionary,
+    wavelet_packet_info,
+    wavelet_packet_transform,
+)
+from ._packets_multi import (
+    inverse_multi_wavelet_packet_transform,
+    multi_best_wavelet_packet_basis,
+    multi_wavelet_packet_transform,
+)
 from ._paraproduct import ParaproductResult, paraproduct_decomposition, tensor_average
 from ._paraproduct_estimator import ParaproductDecomposer
 from ._softmax_check import corner_block_logits, format_table, softmax_invariance_check
@@ -35,6 +51,9 @@ __all__ = [
     "ParaproductDecomposer",
     "ParaproductResult",
     "TreeHaarTransform",
+    "TreeWaveletPacketTransform",
+    "WaveletPacketBasis",
+    "best_wavelet_packet_basis",
     "bihaar_transform",
     "corner_block_logits",
     "format_table",
@@ -48,12 +67,21 @@ __all__ = [
     "inverse_bihaar_transform",
     "inverse_haar_transform",
     "inverse_multi_haar_transform",
+    "inverse_multi_wavelet_packet_transform",
     "inverse_trihaar_transform",
+    "inverse_wavelet_packet_transform",
     "l1_entropy",
     "mixed_holder_exponent",
+    "multi_best_wavelet_packet_basis",
     "multi_haar_transform",
+    "multi_wavelet_packet_transform",
     "paraproduct_decomposition",
     "softmax_invariance_check",
     "tensor_average",
     "trihaar_transform",
+    "wavelet_packet_basis",
+    "wavelet_packet_basis_matrix",
+    "wavelet_packet_dictionary",
+    "wavelet_packet_info",
+    "wavelet_packet_transform",
 ]

@@ -11,6 +11,11 @@ import numpy as np
 from .._validation import safe_norm
 from ._haar import _check_array, _check_trees, haar_coefficient_info, haar_support
 from ._haar_dispatch import _multi
+from ._packets_multi import (
+    inverse_multi_wavelet_packet_transform,
+    multi_wavelet_packet_transform,
+    resolve_bases,
+)
 
 __all__ = [
     "HaarApproximation",
@@ -39,6 +44,9 @@ class HaarApproximation:
         ``error / ||input||_2`` (0 for an all-zero input).
     threshold : float
         The threshold that was applied (the smallest kept magnitude for ``n_keep``).
+    bases : list of WaveletPacketBasis or None, optional
+        The wavelet packet basis of every axis when one was asked for (``basis``), the
+        coefficients' basis; None for the tree Haar basis.
     """
 
     X: np.ndarray
@@ -47,6 +55,13 @@ class HaarApproximation:
     error: float
     relative_error: float
     threshold: float
+    bases: list | None = None
+
+
+def _coefficients(X, trees, bases):
+    if bases is None:
+        return _multi(X, trees, "bfs", inverse=False).astype(np.float64, copy=False)
+    return multi_wavelet_packet_transform(X, trees, bases).astype(np.float64, copy=False)
 
 
 class HolderFit(NamedTuple):
@@ -56,19 +71,29 @@ class HolderFit(NamedTuple):
     constant: float
 
 
-def _scaling_mask(trees, shape):
-    """True on the coefficients that are psi_0 on every transformed axis."""
+def _scaling_mask(trees, shape, bases=None):
+    """True on the coefficients that are psi_0 on every transformed axis (in a wavelet
+    packet basis: the root average, entry (0, 0), where the basis has it)."""
     mask = np.ones(shape, dtype=bool)
     for ax, tree in enumerate(trees):
         if tree is not None:
             index = [slice(None)] * len(shape)
-            index[ax] = slice(1, None)
+            if bases is None:
+                index[ax] = slice(1, None)
+            else:
+                b = bases[ax]
+                index[ax] = np.flatnonzero((b.levels != 0) | (b.positions != 0))
             mask[tuple(index)] = False
     return mask
 
 
-def _finish(X, C_kept, trees, threshold):
-    X_hat = _multi(C_kept.astype(X.dtype, copy=False), trees, "bfs", inverse=True)
+def _finish(X, C_kept, trees, threshold, bases=None):
+    if bases is None:
+        X_hat = _multi(C_kept.astype(X.dtype, copy=False), trees, "bfs", inverse=True)
+    else:
+        X_hat = inverse_multi_wavelet_packet_transform(
+            C_kept.astype(X.dtype, copy=False), trees, bases
+        )
     with np.errstate(over="ignore"):
         error = safe_norm(X.astype(np.float64) - X_hat)
     norm = safe_norm(X)
@@ -79,10 +104,11 @@ def _finish(X, C_kept, trees, threshold):
         error=error,
         relative_error=error / norm if norm > 0 else 0.0,
         threshold=float(threshold),
+        bases=bases,
     )
 
 
-def haar_compress(X, trees, *, n_keep=None, fraction=None, threshold=None):
+def haar_compress(X, trees, *, n_keep=None, fraction=None, threshold=None, basis=None):
     """Compress data by keeping its largest tree Haar coefficients.
 
     Give exactly one of ``n_keep``, ``fraction`` and ``threshold``.
@@ -98,6 +124,11 @@ def haar_compress(X, trees, *, n_keep=None, fraction=None, threshold=None):
         Keep ``ceil(fraction * X.size)`` coefficients.
     threshold : float, optional
         Keep the coefficients with ``|C| > threshold`` (hard thresholding).
+    basis : None, "best", str, WaveletPacketBasis or sequence, default=None
+        The basis of the coefficients. None: the tree Haar basis (canonical order);
+        ``"best"``: the best Haar-Walsh packet basis of X on every axis (l1 cost, see
+        :func:`multi_best_wavelet_packet_basis`); ``"haar"``, ``"walsh"``, ``"delta"`` or
+        a :class:`WaveletPacketBasis` for every axis; or one basis per axis.
 
     Returns
     -------
@@ -119,13 +150,14 @@ def haar_compress(X, trees, *, n_keep=None, fraction=None, threshold=None):
     given = [v is not None for v in (n_keep, fraction, threshold)]
     if sum(given) != 1:
         raise ValueError("Give exactly one of n_keep, fraction and threshold.")
-    C = _multi(X, trees, "bfs", inverse=False).astype(np.float64, copy=False)
+    bases = resolve_bases(X, trees, basis)
+    C = _coefficients(X, trees, bases)
     mag = np.abs(C).ravel()
     if threshold is not None:
         if not isinstance(threshold, Real) or not threshold >= 0:
             raise ValueError(f"threshold must be a non-negative number, got {threshold!r}.")
         kept = np.where(np.abs(C) > threshold, C, 0.0)
-        return _finish(X, kept, trees, threshold)
+        return _finish(X, kept, trees, threshold, bases)
     if fraction is not None:
         if not isinstance(fraction, Real) or not 0 < fraction <= 1:
             raise ValueError(f"fraction must be in (0, 1], got {fraction!r}.")
@@ -137,7 +169,7 @@ def haar_compress(X, trees, *, n_keep=None, fraction=None, threshold=None):
     kept = np.zeros(mag.shape[0])
     kept[keep] = C.ravel()[keep]
     smallest = float(mag[keep].min()) if n_keep else float("inf")
-    return _finish(X, kept.reshape(C.shape), trees, smallest)
+    return _finish(X, kept.reshape(C.shape), trees, smallest, bases)
 
 
 def _noise_sigma(C, trees):
@@ -158,7 +190,7 @@ def _noise_sigma(C, trees):
     return float(np.median(np.abs(block))) / 0.6745
 
 
-def haar_denoise(X, trees, *, threshold="universal", mode="soft", sigma=None):
+def haar_denoise(X, trees, *, threshold="universal", mode="soft", sigma=None, basis=None):
     """Denoise data by thresholding its tree Haar coefficients.
 
     Parameters
@@ -171,14 +203,19 @@ def haar_denoise(X, trees, *, threshold="universal", mode="soft", sigma=None):
     mode : {"soft", "hard"}, default="soft"
         Soft thresholding shrinks every coefficient by the threshold; hard keeps or zeros.
     sigma : float, optional
-        The noise level; by default the median absolute value of the finest-scale
-        coefficients (finest detail level on every transformed axis) over 0.6745.
+        The noise level; by default the median absolute value of the finest-scale tree
+        Haar coefficients (finest detail level on every transformed axis) over 0.6745,
+        whatever ``basis``.
+    basis : None, "best", str, WaveletPacketBasis or sequence, default=None
+        The basis whose coefficients are thresholded, as in :func:`haar_compress`
+        (``"best"``: the best Haar-Walsh packet basis of the noisy X, Coifman and
+        Wickerhauser's adapted denoising).
 
     Returns
     -------
     approximation : HaarApproximation
         ``error`` is the norm of the removed part, ``input - X``. The coefficients that are
-        psi_0 on every transformed axis are never thresholded.
+        psi_0 (the root average) on every transformed axis are never thresholded.
 
     References
     ----------
@@ -198,6 +235,7 @@ def haar_denoise(X, trees, *, threshold="universal", mode="soft", sigma=None):
     trees = _check_trees(trees, X)
     if mode not in ("soft", "hard"):
         raise ValueError(f"mode must be 'soft' or 'hard', got {mode!r}.")
+    bases = resolve_bases(X, trees, basis)
     C = _multi(X, trees, "bfs", inverse=False).astype(np.float64, copy=False)
     if sigma is None:
         sigma = _noise_sigma(C, trees)
@@ -211,14 +249,16 @@ def haar_denoise(X, trees, *, threshold="universal", mode="soft", sigma=None):
         raise ValueError(
             f"threshold must be 'universal' or a non-negative number, got {threshold!r}."
         )
+    if bases is not None:
+        C = _coefficients(X, trees, bases)
     mag = np.abs(C)
     if mode == "soft":
         kept = np.sign(C) * np.maximum(mag - threshold, 0.0)
     else:
         kept = np.where(mag > threshold, C, 0.0)
-    scaling = _scaling_mask(trees, C.shape)
+    scaling = _scaling_mask(trees, C.shape, bases)
     kept[scaling] = C[scaling]
-    return _finish(X, kept, trees, threshold)
+    return _finish(X, kept, trees, threshold, bases)
 
 
 def mixed_holder_exponent(X, trees, *, method="max"):

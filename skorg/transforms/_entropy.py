@@ -9,17 +9,25 @@ import numpy as np
 from .._validation import safe_norm, scale_rows
 from ._haar import _check_array, _check_trees, haar_support
 from ._haar_dispatch import _multi
+from ._packets_multi import basis_support, multi_wavelet_packet_transform, resolve_bases
 
 __all__ = ["l1_entropy"]
 
 _SELECTIONS = ("all", "support", "coarsest")
 
 
-def _support_tensor(trees, shape):
-    """Support size of every tensor-product basis vector, shape ``shape``."""
+def _support_tensor(trees, shape, bases=None):
+    """Support size of every tensor-product basis vector, shape ``shape`` (``bases``: the
+    wavelet packet basis of each tree, None for the tree Haar bases)."""
     out = np.ones((), dtype=np.float64)
-    for tree, n in zip(trees, shape, strict=True):
-        s = haar_support(tree).astype(np.float64) if tree is not None else np.ones(n)
+    bases = [None] * len(trees) if bases is None else bases
+    for tree, n, basis in zip(trees, shape, bases, strict=True):
+        if tree is None:
+            s = np.ones(n)
+        elif basis is None:
+            s = haar_support(tree).astype(np.float64)
+        else:
+            s = basis_support(tree, basis).astype(np.float64)
         out = np.multiply.outer(out, s)
     return out
 
@@ -39,9 +47,9 @@ def _check_block(block, shape):
     return tuple(min(b, n) for b, n in zip(block, shape, strict=True))
 
 
-def _largest_support(trees, shape, k):
+def _largest_support(trees, shape, k, bases=None):
     """Flat indices of the k largest-support coefficients (None: all of them)."""
-    flat = _support_tensor(trees, shape).ravel()
+    flat = _support_tensor(trees, shape, bases).ravel()
     if k >= flat.shape[0]:
         return None
     # largest support first; a stable sort keeps the canonical (row-major) order among ties
@@ -56,7 +64,7 @@ def _entropy_one(C, selection, keep, block):
     return float(np.abs(C).sum())
 
 
-def l1_entropy(X, trees, *, selection="all", k=400, shape=None, normalize=False):
+def l1_entropy(X, trees, *, selection="all", k=400, shape=None, normalize=False, basis=None):
     """l1 entropy of the multi-tree Haar coefficients of data.
 
     The paper's sparsity measure of an organized matrix or tensor: the sum of the absolute
@@ -90,6 +98,13 @@ def l1_entropy(X, trees, *, selection="all", k=400, shape=None, normalize=False)
     normalize : bool, default=False
         Divide by the Frobenius norm ``||X||_2`` (of each batch entry), so that inputs of
         different scale compare; an all-zero input has entropy 0.
+    basis : None, "best", str, WaveletPacketBasis or sequence, default=None
+        The basis of the coefficients. None: the tree Haar basis (canonical order);
+        ``"best"``: the best Haar-Walsh packet basis of X on every tree's axis (l1 cost,
+        summed over the batch, see :func:`multi_best_wavelet_packet_basis`);
+        ``"haar"``, ``"walsh"``, ``"delta"`` or a :class:`WaveletPacketBasis` for every
+        tree; or one per axis (None on batch axes). ``"support"`` then counts the region
+        of every packet vector, ``"coarsest"`` takes the first entries in the basis's order.
 
     Returns
     -------
@@ -147,7 +162,11 @@ def l1_entropy(X, trees, *, selection="all", k=400, shape=None, normalize=False)
         moved = Xb.shape
         Xb = scale_rows(Xb.reshape(int(np.prod(moved[: len(front)], dtype=np.int64)), -1))
         X = np.moveaxis(Xb.reshape(moved), front, batch_axes)
-    C = _multi(X, trees, "bfs", inverse=False)
+    bases = resolve_bases(X, trees, basis)
+    if bases is None:
+        C = _multi(X, trees, "bfs", inverse=False)
+    else:
+        C = multi_wavelet_packet_transform(X, trees, bases)
     # batch axes first, transformed axes last
     C = np.moveaxis(C, batch_axes, front)
     Xb = np.moveaxis(X, batch_axes, front)
@@ -156,7 +175,12 @@ def l1_entropy(X, trees, *, selection="all", k=400, shape=None, normalize=False)
     Xb = Xb.reshape(C.shape[0], -1)
     keep = None
     if selection == "support":
-        keep = _largest_support([trees[ax] for ax in tree_axes], tree_shape, int(k))
+        keep = _largest_support(
+            [trees[ax] for ax in tree_axes],
+            tree_shape,
+            int(k),
+            None if bases is None else [bases[ax] for ax in tree_axes],
+        )
     out = np.empty(C.shape[0], dtype=np.float64)
     for i in range(C.shape[0]):
         value = _entropy_one(C[i], selection, keep, block)

@@ -92,29 +92,7 @@ class TreeHaarTransform(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         self.tree = tree
 
     def _learn_tree(self, X):
-        tree = self.tree
-        if isinstance(tree, PartitionTree):
-            if tree.n_points != X.shape[1]:
-                raise ValueError(
-                    f"tree has {tree.n_points} points but X has {X.shape[1]} features; pass a "
-                    "tree on the columns of X."
-                )
-            return tree
-        if isinstance(tree, str):
-            if tree == "dyadic" or X.shape[1] < 3:
-                return dyadic_tree(X.shape[1])
-            from ..metrics import cosine_affinity
-            from ..trees import flexible_tree
-
-            return flexible_tree(cosine_affinity(X.T))
-        self.organizer_ = clone(tree).fit(X)
-        learned = getattr(self.organizer_, "column_tree_", None)
-        if not isinstance(learned, PartitionTree) or learned.n_points != X.shape[1]:
-            raise ValueError(
-                f"The estimator passed as tree ({type(tree).__name__}) must expose a "
-                f"PartitionTree on the {X.shape[1]} columns as column_tree_ after fit."
-            )
-        return learned
+        return learn_column_tree(self, X)
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None):
@@ -183,3 +161,31 @@ class TreeHaarTransform(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+def learn_column_tree(estimator, X):
+    """The column tree of ``estimator.tree`` for X (see :class:`TreeHaarTransform`); an
+    estimator passed as the tree is cloned, fitted and kept as ``estimator.organizer_``."""
+    tree = estimator.tree
+    if isinstance(tree, PartitionTree):
+        if tree.n_points != X.shape[1]:
+            raise ValueError(
+                f"tree has {tree.n_points} points but X has {X.shape[1]} features; pass a "
+                "tree on the columns of X."
+            )
+        return tree
+    if isinstance(tree, str):
+        if tree == "dyadic" or X.shape[1] < 3:
+            return dyadic_tree(X.shape[1])
+        from ..metrics import cosine_affinity
+        from ..trees import flexible_tree
+
+        return flexible_tree(cosine_affinity(X.T))
+    estimator.organizer_ = clone(tree).fit(X)
+    learned = getattr(estimator.organizer_, "column_tree_", None)
+    if not isinstance(learned, PartitionTree) or learned.n_points != X.shape[1]:
+        raise ValueError(
+            f"The estimator passed as tree ({type(tree).__name__}) must expose a "
+            f"PartitionTree on the {X.shape[1]} columns as column_tree_ after fit."
+        )
+    return learned

@@ -1,0 +1,205 @@
+"""Haar-Walsh wavelet packets on organized trees: sparsity, compression, denoising and speed.
+
+1. ``suite``: on datasets of the organization-quality suite (scikit-learn's wine and breast
+   cancer, z-scored per column; shuffled smooth 64 x 64 matrices of ``skorg.datasets``, three
+   kinds x two seeds; digits by name), trees from the default
+   :class:`~skorg.QuestionnaireOrganizer`, and on them: the normalized l1 cost
+   ``||C||_1 / ||X||_2`` of the tensor Haar basis, of the separable best basis (alternating,
+   the default), of the independent per-axis choice and of the time-frequency tilings
+   (alternating); and the relative error after keeping
+   the 5% largest coefficients in the Haar and in the best basis.
+2. ``denoise``: a known-noise experiment: clean shuffled smooth matrices (and one with an
+   oscillating factor) plus Gaussian noise of known sigma, trees organized on the noisy
+   matrix, soft thresholding at the universal threshold with the true sigma in the Haar and
+   in the best basis: relative error against the clean matrix (mean and range over seeds).
+3. ``runtime``: the separable best basis of a 1024 x 1024 matrix (dictionary and search on
+   both axes, one sweep and the default alternation) on a dyadic tree and on an average
+   linkage tree, best of three, with the peak of NumPy's allocations (``tracemalloc``); and
+   the time per level of the dictionary (the cost pass of the search, every level of
+   ``n x B`` values) against the tree Haar transform's time per level on the same data.
+
+Run ``python benchmarks/bench_wavelet_packets.py`` (all three) or name the parts
+(``suite digits denoise runtime``). This machine is shared: the times are the best of three
+runs after a warm-up, and only ratios measured in the same run compare.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+from skorg import QuestionnaireOrganizer
+from skorg.datasets import make_shuffled_matrix
+from skorg.transforms import (
+    haar_compress,
+    haar_denoise,
+    haar_transform,
+    multi_best_wavelet_packet_basis,
+    multi_haar_transform,
+    multi_wavelet_packet_transform,
+)
+from skorg.transforms._packet_core import _cost_table, _rows
+from skorg.transforms._packet_plan import get_packet_plan
+from skorg.trees import dyadic_tree, linkage_tree
+
+
+def best_of(func, repeat=3):
+    func()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def peak_mib(func):
+    tracemalloc.start()
+    try:
+        func()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def labelled(name):
+    from sklearn import datasets
+
+    if name == "digits":
+        X, _ = datasets.load_digits(return_X_y=True)
+        return X[:, X.std(axis=0) > 0].astype(np.float64)
+    loader = {"wine": datasets.load_wine, "breast_cancer": datasets.load_breast_cancer}[name]
+    X, _ = loader(return_X_y=True)
+    return ((X - X.mean(axis=0)) / X.std(axis=0)).astype(np.float64)
+
+
+def scores(X, trees):
+    norm = float(np.linalg.norm(X))
+    haar = float(np.abs(multi_haar_transform(X, trees)).sum()) / norm
+    best = multi_best_wavelet_packet_basis(X, trees)
+    indep = multi_best_wavelet_packet_basis(X, trees, method="independent")
+    tf = multi_best_wavelet_packet_basis(X, trees, direction="time-frequency")
+    c_tf = float(np.abs(multi_wavelet_packet_transform(X, trees, tf)).sum()) / norm
+    c_best = float(np.abs(multi_wavelet_packet_transform(X, trees, best)).sum()) / norm
+    c_indep = float(np.abs(multi_wavelet_packet_transform(X, trees, indep)).sum()) / norm
+    e_haar = haar_compress(X, trees, fraction=0.05).relative_error
+    e_best = haar_compress(X, trees, fraction=0.05, basis=best).relative_error
+    return {
+        "l1 haar": haar,
+        "l1 best": c_best,
+        "l1 indep": c_indep,
+        "l1 tf": c_tf,
+        "err5 haar": e_haar,
+        "err5 best": e_best,
+    }
+
+
+COLS = ["l1 haar", "l1 best", "l1 indep", "l1 tf", "err5 haar", "err5 best"]
+
+
+def print_row(name, row):
+    print(f"{name:<28}" + "".join(f"{row[c]:>11.4f}" for c in COLS))
+
+
+def bench_suite(names=("wine", "breast_cancer", "shuffled")):
+    print("## suite: normalized l1 cost and 5% compression error, trees of the default organizer")
+    print(f"{'dataset':<28}" + "".join(f"{c:>11}" for c in COLS))
+    for name in names:
+        if name == "shuffled":
+            for kind in ("band", "ridge", "product"):
+                acc = []
+                for seed in (0, 1):
+                    data = make_shuffled_matrix(64, 64, kind=kind, noise=0.05, random_state=seed)
+                    org = QuestionnaireOrganizer().fit(data.X)
+                    acc.append(scores(data.X, [org.row_tree_, org.column_tree_]))
+                print_row(
+                    f"shuffled {kind} 64 (2 seeds)", {c: np.mean([a[c] for a in acc]) for c in COLS}
+                )
+            continue
+        X = labelled(name)
+        org = QuestionnaireOrganizer().fit(X)
+        print_row(f"{name} {X.shape}", scores(X, [org.row_tree_, org.column_tree_]))
+
+
+def bench_denoise(n=64, sigma=0.1, seeds=(0, 1, 2)):
+    print(f"\n## denoise: {n} x {n}, known sigma = {sigma}, universal soft threshold")
+    print(f"{'matrix':<28}{'err haar':>22}{'err best':>22}")
+    rng_t = np.arange(n)
+    for kind in ("band", "ridge", "oscillating"):
+        errs = {"haar": [], "best": []}
+        for seed in seeds:
+            rng = np.random.default_rng(seed)
+            if kind == "oscillating":
+                clean = np.outer(np.cos(np.pi * rng_t * 0.45), np.linspace(1.0, 2.0, n))
+                clean = clean[np.ix_(rng.permutation(n), rng.permutation(n))]
+            else:
+                clean = make_shuffled_matrix(n, n, kind=kind, noise=0.0, random_state=seed).X
+            clean = clean / np.abs(clean).max()
+            noisy = clean + sigma * rng.standard_normal(clean.shape)
+            org = QuestionnaireOrganizer().fit(noisy)
+            trees = [org.row_tree_, org.column_tree_]
+            for key, basis in (("haar", None), ("best", "best")):
+                out = haar_denoise(noisy, trees, sigma=sigma, basis=basis)
+                errs[key].append(np.linalg.norm(out.X - clean) / np.linalg.norm(clean))
+        cells = [
+            f"{np.mean(v):.4f} [{np.min(v):.3f}, {np.max(v):.3f}]"
+            for v in (errs["haar"], errs["best"])
+        ]
+        print(f"{kind + f' ({len(seeds)} seeds)':<28}{cells[0]:>22}{cells[1]:>22}")
+
+
+def bench_runtime(n=1024):
+    print(f"\n## runtime: separable best basis of a {n} x {n} matrix (best of 3)")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, n))
+    trees = {
+        "dyadic": dyadic_tree(n),
+        "average linkage": linkage_tree(rng.standard_normal((n, 8)), method="average"),
+    }
+    for name, tree in trees.items():
+        plan = get_packet_plan(tree)
+        one = best_of(
+            lambda t=tree: multi_best_wavelet_packet_basis(X, [t, t], method="independent")
+        )
+        alt = best_of(lambda t=tree: multi_best_wavelet_packet_basis(X, [t, t]))
+        tf = best_of(
+            lambda t=tree: multi_best_wavelet_packet_basis(X, [t, t], direction="time-frequency")
+        )
+        mem = peak_mib(lambda t=tree: multi_best_wavelet_packet_basis(X, [t, t]))
+        print(
+            f"{name:<16} {plan.n_levels:>3} levels: one pass per axis {one:.3f} s, "
+            f"alternating {alt:.3f} s (time-frequency {tf:.3f} s), peak {mem:.0f} MiB "
+            f"(X: {X.nbytes / 2**20:.0f} MiB)"
+        )
+        # time per level: the cost pass (every level of the dictionary, n x B values each)
+        # against the tree Haar transform along the same axis
+        rows = _rows(X, plan, 0)
+        t_dict = best_of(lambda p=plan, r=rows: _cost_table(r.copy(), p, "l1"))
+        t_copy = best_of(lambda r=rows: r.copy())
+        t_haar = best_of(lambda t=tree: haar_transform(X, t, axis=0))
+        haar_levels = tree.n_levels - 1
+        per_dict = (t_dict - t_copy) / max(plan.n_levels - 1, 1)
+        per_haar = t_haar / max(haar_levels, 1)
+        print(
+            f"{'':<16} per level: dictionary {per_dict * 1e3:.2f} ms ({plan.n_levels - 1} "
+            f"levels), tree Haar {per_haar * 1e3:.2f} ms ({haar_levels} levels): "
+            f"ratio {per_dict / per_haar:.2f}"
+        )
+
+
+def main(names):
+    names = names or ["suite", "denoise", "runtime"]
+    if "suite" in names or "digits" in names:
+        sets = ["wine", "breast_cancer", "shuffled"] if "suite" in names else []
+        bench_suite([*sets, *(["digits"] if "digits" in names else [])])
+    if "denoise" in names:
+        bench_denoise()
+    if "runtime" in names:
+        bench_runtime()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,236 @@
+"""The cores of the Haar-Walsh packet transforms: the layout of the data, the level steps,
+the cost table and the search (arrays checked by the callers)."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+
+from .._kernels import _packets as _kernels
+from .._validation import check_memory, pow2_scale
+from ._packet_basis import (
+    DIRECTIONS,
+    WaveletPacketBasis,
+    mask_to_basis,
+    parse_cost,
+    search_regions,
+    search_tags,
+)
+
+__all__: list[str] = []
+
+_KERNEL_NAMES = ("level_step", "level_step_cost", "row_cost", "gather_rows", "add_rows")
+_PARALLEL = SimpleNamespace(**{k: getattr(_kernels, k) for k in _KERNEL_NAMES})
+_SERIAL = SimpleNamespace(**{k: getattr(_kernels, k + "_serial") for k in _KERNEL_NAMES})
+
+
+def _kernels_for(rows):
+    """The serial kernels for small arrays, the parallel ones from SERIAL_SIZE values."""
+    return _SERIAL if rows.size < _kernels.SERIAL_SIZE else _PARALLEL
+
+
+def _rows(X, plan, axis, scale=1.0, order=True):
+    """X as float64 rows ``(n, B)`` along ``axis`` (in the packet order unless not
+    ``order``), times ``scale``: a new array."""
+    moved = np.moveaxis(X, axis, 0)
+    flat = moved.reshape(moved.shape[0], -1)
+    rows = np.array(flat[plan.order] if order else flat, dtype=np.float64)
+    if scale != 1.0:
+        rows *= scale
+    return rows
+
+
+def _unrows(rows, shape, axis, dtype, scale=1.0):
+    """Rows ``(n, B)`` divided by ``scale`` back to an array of ``shape``, rows along
+    ``axis``."""
+    if scale != 1.0:
+        rows = rows / scale
+    moved_shape = (shape[axis], *shape[:axis], *shape[axis + 1 :])
+    out = rows.reshape(moved_shape).astype(dtype, copy=False)
+    return np.ascontiguousarray(np.moveaxis(out, 0, axis))
+
+
+def _check_buffers(plan, B, what, extra=0):
+    # the rows in the packet order, the scratch block, the output and its transposed copy
+    check_memory(4 * 8 * plan.n * B + extra, what)
+
+
+def _by_level(plan, basis):
+    """For every level: the positions the basis takes there and their output indices."""
+    lv, pos = basis.levels, basis.positions
+    srt = np.argsort(lv, kind="stable")
+    ptr = np.searchsorted(lv[srt], np.arange(plan.n_levels + 1))
+    return [(pos[srt[ptr[j] : ptr[j + 1]]], srt[ptr[j] : ptr[j + 1]]) for j in range(plan.n_levels)]
+
+
+def _step(K, cur, plan, j, tmp, inverse=False):
+    """Level ``j`` from level ``j + 1`` in place (or back, ``inverse``)."""
+    lo, hi = plan.ptr[j], plan.ptr[j + 1]
+    if inverse:
+        w = (plan.ia[lo:hi], plan.ib[lo:hi], plan.va[lo:hi], plan.vb[lo:hi])
+    else:
+        w = (plan.sa[lo:hi], plan.sb[lo:hi], plan.wa[lo:hi], plan.wb[lo:hi])
+    K.level_step(cur, plan.active[lo:hi], *w, tmp)
+
+
+def _tmp(plan, B):
+    """The scratch rows of :func:`_step`: as many as the largest level changes."""
+    widest = int(np.diff(plan.ptr).max()) if plan.ptr.shape[0] > 1 else 0
+    return np.empty((widest, B), dtype=np.float64)
+
+
+def _analysis(rows, plan, basis):
+    """Coefficients ``(n, B)`` of packet-ordered rows in ``basis`` (checked); ``rows`` is
+    overwritten."""
+    n, B = rows.shape
+    K = _kernels_for(rows)
+    out = np.empty((n, B), dtype=np.float64)
+    parts = _by_level(plan, basis)
+    coarsest = int(basis.levels.min())
+    tmp = _tmp(plan, B)
+    last = plan.n_levels - 1
+    for j in range(last, coarsest - 1, -1):
+        if j < last:
+            _step(K, rows, plan, j, tmp)
+        pos, at = parts[j]
+        if pos.shape[0]:
+            K.gather_rows(rows, pos, out, at)
+    return out
+
+
+def _synthesis(coefs, plan, basis):
+    """Packet-ordered rows ``(n, B)`` from their coefficients in ``basis`` (checked)."""
+    n, B = coefs.shape
+    K = _kernels_for(coefs)
+    parts = _by_level(plan, basis)
+    coarsest = int(basis.levels.min())
+    cur = np.zeros((n, B), dtype=np.float64)
+    tmp = _tmp(plan, B)
+    for j in range(coarsest, plan.n_levels):
+        if j > coarsest:
+            _step(K, cur, plan, j - 1, tmp, inverse=True)
+        pos, at = parts[j]
+        if pos.shape[0]:
+            K.add_rows(coefs, at, cur, pos)
+    return cur
+
+
+def _cost_table(rows, plan, cost):
+    """``(table, scale, energy)``: the cost of every dictionary entry summed over the rows,
+    computed on the rows scaled by a power of two (``scale``) so that the choice of a basis
+    does not depend on the units; ``energy`` the scaled data's sum of squares."""
+    kind, power, func = parse_cost(cost)
+    n = rows.shape[0]
+    K = _kernels_for(rows)
+    table = np.empty((plan.n_levels, n), dtype=np.float64)
+    scale = pow2_scale(rows, always=True)
+    cur = rows
+    tmp = _tmp(plan, rows.shape[1])
+    changed = np.empty(tmp.shape[0], dtype=np.float64)
+    last = plan.n_levels - 1
+    # the energy of the scaled rows, in one pass without temporaries (the entropy needs it)
+    squares = np.empty(n, dtype=np.float64)
+    K.row_cost(cur, _kernels.COST_LP, 2.0, scale, squares)
+    energy = float(squares.sum())
+    if func is None:
+        K.row_cost(cur, kind, power, scale, table[last])
+    else:
+        table[last] = _callable_cost(func, cur)
+    for j in range(last - 1, -1, -1):
+        lo, hi = plan.ptr[j], plan.ptr[j + 1]
+        active = plan.active[lo:hi]
+        table[j] = table[j + 1]  # a carried singleton keeps its value and its cost
+        if func is None:
+            w = (plan.sa[lo:hi], plan.sb[lo:hi], plan.wa[lo:hi], plan.wb[lo:hi])
+            K.level_step_cost(cur, active, *w, tmp, kind, power, scale, changed)
+            table[j, active] = changed[: hi - lo]
+        else:
+            _step(K, cur, plan, j, tmp)
+            table[j, active] = _callable_cost(func, cur[active])
+    return table, scale, energy
+
+
+def _callable_cost(func, level):
+    values = np.asarray(func(level.copy()), dtype=np.float64)
+    if values.shape != level.shape:
+        raise ValueError(
+            f"A callable cost must return one cost per coefficient (an array of the shape of "
+            f"its argument, {level.shape}), got shape {values.shape}."
+        )
+    if not np.all(np.isfinite(values)):
+        raise ValueError("A callable cost returned NaN or infinity.")
+    return values.sum(axis=1)
+
+
+def _reported_cost(cost, value, scale, energy):
+    """The cost reported for a search: the l^p norm ``(sum |c|^p)^(1/p)`` in data units
+    (a monotone function of the searched sum, finite where the sum of the data's powers
+    would overflow), the normalized entropy, or a callable's sum as it is."""
+    kind, power, func = parse_cost(cost)
+    if func is not None:
+        return value
+    if kind == _kernels.COST_ENTROPY:
+        if energy == 0.0:
+            return 0.0
+        return value / energy + math.log(energy)
+    norm = value if kind == _kernels.COST_L1 else value ** (1.0 / power)
+    with np.errstate(over="ignore"):  # infinity only where the norm itself is beyond floats
+        return float(np.float64(norm) / scale)
+
+
+def _search(rows, plan, cost, direction, incumbent=None):
+    """The best basis of packet-ordered rows; ``incumbent`` (a checked basis) is kept,
+    with its cost on these rows, unless the search finds a strictly cheaper one."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}.")
+    table, scale, energy = _cost_table(rows, plan, cost)
+    found = []
+    if direction in ("both", "coarse-to-fine"):
+        found.append((*search_regions(plan, table), "coarse-to-fine"))
+    if direction in ("both", "fine-to-coarse"):
+        found.append((*search_tags(plan, table), "fine-to-coarse"))
+    if direction == "time-frequency":
+        from ._packet_tiling import search_tiling
+
+        found.append((*search_tiling(plan, table), "time-frequency"))
+    # the cheaper; on a tie the coarse-to-fine one (listed first)
+    chosen, value, way = min(found, key=lambda f: f[1])
+    if incumbent is not None:
+        held = float(table[incumbent.levels, incumbent.positions].sum())
+        if held <= value:
+            return WaveletPacketBasis(
+                incumbent.levels,
+                incumbent.positions,
+                name=incumbent.name,
+                cost=_reported_cost(cost, held, scale, energy),
+                direction=incumbent.direction,
+            )
+    return mask_to_basis(
+        chosen,
+        name="best",
+        cost=_reported_cost(cost, value, scale, energy),
+        direction=way,
+    )
+
+
+def _apply(X, plan, basis, axis, scale=1.0, inverse=False):
+    """The transform (or its inverse) of a checked float array in a checked basis: the core
+    of the public functions and of :class:`TreeWaveletPacketTransform`."""
+    what = "The inverse wavelet packet transform" if inverse else "The wavelet packet transform"
+    _check_buffers(plan, X.size // plan.n, what)
+    if not inverse:
+        coefs = _analysis(_rows(X, plan, axis, scale), plan, basis)
+        return _unrows(coefs, X.shape, axis, X.dtype, scale)
+    rows = _synthesis(_rows(X, plan, axis, scale, order=False), plan, basis)
+    out = np.empty_like(rows)
+    out[plan.order] = rows
+    return _unrows(out, X.shape, axis, X.dtype, scale)
+
+
+def _is_haar(plan, basis):
+    """Whether ``basis`` is the tree Haar basis in haar_transform's order."""
+    return np.array_equal(basis.levels, plan.haar_levels) and np.array_equal(
+        basis.positions, plan.haar_positions
+    )
