@@ -1,4 +1,5 @@
-"""Which threading layer numba's parallel kernels run on: TBB where it is installed.
+"""How numba's parallel kernels share out: on TBB where it is installed, on one thread while
+the cores are taken.
 
 numba runs a parallel kernel (``prange``) on one of three layers, chosen once, at the first
 parallel call of the process. Its default on Linux, GNU OpenMP, hands every thread a fixed
@@ -9,8 +10,10 @@ not run holds the whole call back by scheduler time slices (multiples of about 8
 2-core machine with one busy loop: a 0.2 ms Haar transform took 8 to 32 ms, 50 to 150 times
 its one-thread time). TBB's ``parallel_for`` instead lets idle threads steal tasks, the
 calling thread included, so the tasks that a descheduled thread has not started are run by
-the others (the kernels hand out many small tasks, parallel chunk size 1, for that) and a
-call on a busy machine stays near its one-thread time. The third layer, ``workqueue``, also
+the others (the kernels hand out many small tasks, parallel chunk size 1, for that): a call
+on a busy machine waits only for the task that a descheduled thread has started (which is
+why :func:`available_threads`, below, keeps the calls on one thread while the cores are
+taken). The third layer, ``workqueue``, also
 waits for fixed shares and is not thread-safe (numba aborts the process when two threads
 call parallel kernels at once), so it is never chosen here.
 
@@ -28,6 +31,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
+from contextlib import contextmanager
 
 __all__: list[str] = []
 
@@ -84,3 +90,117 @@ def prefer_tbb():
                 continue
             return path
     return None
+
+
+# --------------------------------------------------------------------------- busy cores
+# TBB's calling thread takes over the tasks nobody started, but not a task that a thread
+# descheduled mid-way holds: on a machine whose cores are all taken (another process's busy
+# loop on the other core, more runnable threads than cores), a parallel call can still wait
+# a scheduler time slice (ms) for it, many times a call's own length. The kernels' callers
+# therefore ask available_threads(), which watches how long this process's threads wait for
+# a core (the run-queue delay of every thread, /proc/self/task/*/schedstat on Linux, read at
+# most once per _PROBE_SECONDS): when they waited more than _BUSY_SHARE of the wall time the
+# cores are taken, and parallel calls run on the calling thread alone for a while
+# (_HOLD_MIN_SECONDS, doubled each time a retry finds the cores still taken, up to
+# _HOLD_MAX_SECONDS), so that a busy machine costs at most the retries. The results do not
+# change: every kernel gives the same bits on any number of threads. SKORG_SERIAL_WHEN_BUSY=0
+# in the environment turns the watch off (the parallel kernels then always share out).
+_PROBE_SECONDS = 0.05
+_BUSY_SHARE = 0.05
+_HOLD_MIN_SECONDS = 0.2
+_HOLD_MAX_SECONDS = 3.2
+_TASKS = "/proc/self/task"
+
+
+class _Contention:
+    """The probe's state, shared by the process's threads (updated under a lock)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        flag = os.environ.get("SKORG_SERIAL_WHEN_BUSY", "1").strip().lower()
+        self.enabled = flag not in ("0", "false", "no", "off") and os.path.isdir(_TASKS)
+        self.next_probe = 0.0
+        self.last = None  # (time, summed run-queue delay in ns) at the previous probe
+        self.parallel_since_probe = False
+        self.serial_until = 0.0
+        self.hold = 0.0
+
+
+_state = None
+
+
+def _run_queue_delay():
+    """Summed run-queue delay (ns) of this process's threads so far."""
+    total = 0
+    for task in os.listdir(_TASKS):
+        try:
+            with open(f"{_TASKS}/{task}/schedstat", "rb") as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):  # a thread that ended meanwhile
+            pass
+    return total
+
+
+def _probe(state, now):
+    state.next_probe = now + _PROBE_SECONDS
+    try:
+        delay = _run_queue_delay()
+    except OSError:
+        state.enabled = False
+        return
+    if state.last is not None:
+        seconds = now - state.last[0]
+        waited = (delay - state.last[1]) * 1e-9
+        if waited > _BUSY_SHARE * seconds:
+            state.hold = min(max(2 * state.hold, _HOLD_MIN_SECONDS), _HOLD_MAX_SECONDS)
+            state.serial_until = now + state.hold
+        elif state.parallel_since_probe:
+            state.hold = 0.0  # parallel calls ran and nobody waited: the cores are free
+    state.last = (now, delay)
+    state.parallel_since_probe = False
+
+
+def available_threads():
+    """numba's thread count for the next parallel call, or 1 while the cores are taken."""
+    global _state
+    import numba
+
+    n = numba.get_num_threads()
+    if n == 1:
+        return 1
+    state = _state
+    if state is None:
+        state = _state = _Contention()
+    if not state.enabled:
+        return n
+    now = time.monotonic()
+    if now >= state.next_probe and state.lock.acquire(blocking=False):
+        try:
+            _probe(state, now)
+        finally:
+            state.lock.release()
+    if now < state.serial_until:
+        return 1
+    state.parallel_since_probe = True
+    return n
+
+
+@contextmanager
+def parallel_threads():
+    """Run the parallel kernels called inside on :func:`available_threads` threads.
+
+    numba's thread count is per thread (thread-local), so this changes nothing for other
+    threads; inside, ``numba.get_num_threads()`` says the count in force.
+    """
+    import numba
+
+    n = available_threads()
+    previous = numba.get_num_threads()
+    if n == previous:
+        yield n
+        return
+    numba.set_num_threads(n)
+    try:
+        yield n
+    finally:
+        numba.set_num_threads(previous)

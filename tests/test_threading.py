@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numba
+import pytest
+
 from skorg import _threading
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +70,7 @@ print(json.dumps({"layer": layer, "threads": numba.get_num_threads(), "digests":
 
 def _run(env_changes):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_THREADING")}
+    env.pop("SKORG_SERIAL_WHEN_BUSY", None)
     env.pop("NUMBA_NUM_THREADS", None)
     env.update(env_changes)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
@@ -84,7 +88,8 @@ def test_results_equal_bit_for_bit_whatever_the_threading():
     compared = []
     # the default choice, then each layer numba has here on three threads (an uneven share)
     choices = [{}] + [
-        {"NUMBA_NUM_THREADS": "3", "NUMBA_THREADING_LAYER": layer}
+        # the parallel kernels share out even where this machine's cores are taken
+        {"NUMBA_NUM_THREADS": "3", "NUMBA_THREADING_LAYER": layer, "SKORG_SERIAL_WHEN_BUSY": "0"}
         for layer in ("tbb", "omp", "workqueue")
     ]
     for choice in choices:
@@ -154,3 +159,65 @@ def test_library_paths_are_where_pip_puts_data():
     sub = ("Library", "bin") if sys.platform == "win32" else ("lib",)
     expected = os.path.join(sys.prefix, *sub, _threading._LIBRARY[sys.platform])
     assert expected in paths
+
+
+class _Delays:
+    """A stand-in for the run-queue delays of the process's threads (ns) and the clock."""
+
+    def __init__(self, monkeypatch):
+        self.delay = 0
+        self.now = 1000.0
+        monkeypatch.setattr(_threading, "_run_queue_delay", lambda: self.delay)
+        monkeypatch.setattr(_threading.time, "monotonic", lambda: self.now)
+        state = _threading._Contention()
+        state.enabled = True
+        monkeypatch.setattr(_threading, "_state", state)
+
+    def step(self, seconds, waited):
+        self.now += seconds
+        self.delay += int(waited * 1e9)
+        return _threading.available_threads()
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_available_threads_serial_while_the_cores_are_taken(monkeypatch):
+    previous = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        clock = _Delays(monkeypatch)
+        n = _threading.available_threads()  # the first probe: a baseline
+        assert n == 2
+        # threads that waited for a core less than 5% of the time: parallel
+        assert clock.step(0.06, 0.002) == 2
+        # 10% of the time: serial for _HOLD_MIN_SECONDS, no probe before _PROBE_SECONDS
+        assert clock.step(0.06, 0.006) == 1
+        assert _threading._state.hold == _threading._HOLD_MIN_SECONDS
+        assert clock.step(0.01, 0.0) == 1
+        assert clock.step(0.2, 0.0) == 2  # the hold is over: a retry
+        # the retry finds the cores taken: the hold doubles, up to _HOLD_MAX_SECONDS
+        assert clock.step(0.06, 0.03) == 1
+        assert _threading._state.hold == 2 * _threading._HOLD_MIN_SECONDS
+        for _ in range(8):
+            clock.step(_threading._state.hold + 0.01, 0.0)
+            clock.step(0.06, 0.03)
+        assert _threading._state.hold == _threading._HOLD_MAX_SECONDS
+        # a clean window in which parallel calls ran: the hold starts over
+        clock.step(_threading._HOLD_MAX_SECONDS + 0.01, 0.0)
+        assert clock.step(0.06, 0.0) == 2 and _threading._state.hold == 0.0
+        # parallel_threads: numba's count for the calls inside (this thread only), restored
+        clock.step(0.06, 0.03)
+        with _threading.parallel_threads() as inside:
+            assert inside == 1 and numba.get_num_threads() == 1
+        assert numba.get_num_threads() == 2
+        # one thread asked for: one thread, whatever the cores
+        numba.set_num_threads(1)
+        assert _threading.available_threads() == 1
+    finally:
+        numba.set_num_threads(previous)
+
+
+def test_serial_when_busy_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv("SKORG_SERIAL_WHEN_BUSY", "0")
+    assert not _threading._Contention().enabled
+    monkeypatch.setenv("SKORG_SERIAL_WHEN_BUSY", "1")
+    assert _threading._Contention().enabled == os.path.isdir("/proc/self/task")
