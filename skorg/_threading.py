@@ -127,6 +127,9 @@ class _Contention:
 
 
 _state = None
+# calls inside watch_suspended() (nested, any thread) share out whatever the load
+_suspended = 0
+_suspend_lock = threading.Lock()
 
 
 def _run_queue_delay():
@@ -171,7 +174,7 @@ def available_threads():
     state = _state
     if state is None:
         state = _state = _Contention()
-    if not state.enabled:
+    if not state.enabled or _suspended:
         return n
     now = time.monotonic()
     if now >= state.next_probe and state.lock.acquire(blocking=False):
@@ -204,3 +207,17 @@ def parallel_threads():
         yield n
     finally:
         numba.set_num_threads(previous)
+
+
+@contextmanager
+def watch_suspended():
+    """Let the parallel calls inside share out whatever the load (``skorg warmup`` compiles
+    the parallel kernels by running them)."""
+    global _suspended
+    with _suspend_lock:
+        _suspended += 1
+    try:
+        yield
+    finally:
+        with _suspend_lock:
+            _suspended -= 1

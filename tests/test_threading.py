@@ -209,6 +209,10 @@ def test_available_threads_serial_while_the_cores_are_taken(monkeypatch):
         with _threading.parallel_threads() as inside:
             assert inside == 1 and numba.get_num_threads() == 1
         assert numba.get_num_threads() == 2
+        # suspended (skorg warmup): all threads, whatever the cores
+        with _threading.watch_suspended():
+            assert _threading.available_threads() == 2
+        assert _threading.available_threads() == 1
         # one thread asked for: one thread, whatever the cores
         numba.set_num_threads(1)
         assert _threading.available_threads() == 1
