@@ -328,22 +328,28 @@ LOAD_MIN_CALLS = 5
 
 
 def interleaved_medians(calls):
-    """Median seconds of each named call, the calls alternated (numba on one thread for the
-    key "one thread"), so that all of them see the same load."""
+    """Median seconds of each named call (numba on one thread for the key "one thread"):
+    short blocks of calls of one kind in turn, so that all of them see the same load, the
+    first call of every block left out (it follows another kind of call: another library's
+    frees, or threads still spinning after a parallel call, slow it down whichever it is)."""
     threads = numba.get_num_threads()
     for call in calls.values():
         call()  # warm: JIT from the cache, pages of the output
     start = time.perf_counter()
     calls["skorg"]()
     n_calls = int(min(201, max(LOAD_MIN_CALLS, LOAD_SECONDS / (time.perf_counter() - start))))
+    per_block = 4
     times = {key: [] for key in calls}
-    for _ in range(n_calls):
-        for key, call in calls.items():
+    keys = list(calls)
+    for i in range(-(-n_calls // (per_block - 1))):
+        for key in keys[i % len(keys) :] + keys[: i % len(keys)]:  # the order rotates
             if key == "one thread":
                 numba.set_num_threads(1)
-            begin = time.perf_counter()
-            call()
-            times[key].append(time.perf_counter() - begin)
+            for j in range(per_block):
+                begin = time.perf_counter()
+                calls[key]()
+                if j:
+                    times[key].append(time.perf_counter() - begin)
             numba.set_num_threads(threads)
     return {key: float(np.median(t)) for key, t in times.items()}
 

@@ -97,16 +97,21 @@ def prefer_tbb():
 # descheduled mid-way holds: on a machine whose cores are all taken (another process's busy
 # loop on the other core, more runnable threads than cores), a parallel call can still wait
 # a scheduler time slice (ms) for it, many times a call's own length. The kernels' callers
-# therefore ask available_threads(), which watches how long this process's threads wait for
-# a core (the run-queue delay of every thread, /proc/self/task/*/schedstat on Linux, read at
-# most once per _PROBE_SECONDS): when they waited more than _BUSY_SHARE of the wall time the
-# cores are taken, and parallel calls run on the calling thread alone for a while
-# (_HOLD_MIN_SECONDS, doubled each time a retry finds the cores still taken, up to
-# _HOLD_MAX_SECONDS), so that a busy machine costs at most the retries. The results do not
-# change: every kernel gives the same bits on any number of threads. SKORG_SERIAL_WHEN_BUSY=0
-# in the environment turns the watch off (the parallel kernels then always share out).
+# therefore ask available_threads(), which watches the helper threads (every thread of the
+# process but the caller: numba's workers, which run only in parallel calls): of the time
+# they were runnable since the last look, the share they spent waiting for a core (their
+# run-queue delay, /proc/self/task/*/schedstat on Linux, read at most once per
+# _PROBE_SECONDS). Above _BUSY_SHARE the cores are taken, and parallel calls run on the
+# calling thread alone for a while (_HOLD_MIN_SECONDS, doubled each time a retry finds the
+# cores still taken, up to _HOLD_MAX_SECONDS), so that a busy machine costs at most the
+# retries; a look after less than _MIN_RUNNABLE_SECONDS of helper time (no parallel call
+# since, or serial ones only) decides nothing. The caller's own waits do not count: they
+# slow a serial call as much. The results do not change: every kernel gives the same bits on
+# any number of threads. SKORG_SERIAL_WHEN_BUSY=0 in the environment turns the watch off
+# (the parallel kernels then always share out).
 _PROBE_SECONDS = 0.05
-_BUSY_SHARE = 0.05
+_BUSY_SHARE = 0.1
+_MIN_RUNNABLE_SECONDS = 0.001
 _HOLD_MIN_SECONDS = 0.2
 _HOLD_MAX_SECONDS = 3.2
 _TASKS = "/proc/self/task"
@@ -120,8 +125,7 @@ class _Contention:
         flag = os.environ.get("SKORG_SERIAL_WHEN_BUSY", "1").strip().lower()
         self.enabled = flag not in ("0", "false", "no", "off") and os.path.isdir(_TASKS)
         self.next_probe = 0.0
-        self.last = None  # (time, summed run-queue delay in ns) at the previous probe
-        self.parallel_since_probe = False
+        self.last = None  # the helpers' (running, waiting) ns at the previous look
         self.serial_until = 0.0
         self.hold = 0.0
 
@@ -132,35 +136,41 @@ _suspended = 0
 _suspend_lock = threading.Lock()
 
 
-def _run_queue_delay():
-    """Summed run-queue delay (ns) of this process's threads so far."""
-    total = 0
+def _helper_times(caller):
+    """Summed time on a core and waiting for one (ns) of the process's threads but
+    ``caller`` (a native thread id), so far."""
+    running = waiting = 0
     for task in os.listdir(_TASKS):
+        if task == caller:
+            continue
         try:
             with open(f"{_TASKS}/{task}/schedstat", "rb") as f:
-                total += int(f.read().split()[1])
+                fields = f.read().split()
+            running += int(fields[0])
+            waiting += int(fields[1])
         except (OSError, IndexError, ValueError):  # a thread that ended meanwhile
             pass
-    return total
+    return running, waiting
 
 
 def _probe(state, now):
     state.next_probe = now + _PROBE_SECONDS
     try:
-        delay = _run_queue_delay()
+        times = _helper_times(str(threading.get_native_id()))
     except OSError:
         state.enabled = False
         return
     if state.last is not None:
-        seconds = now - state.last[0]
-        waited = (delay - state.last[1]) * 1e-9
-        if waited > _BUSY_SHARE * seconds:
+        running = (times[0] - state.last[0]) * 1e-9
+        waiting = (times[1] - state.last[1]) * 1e-9
+        if running + waiting < _MIN_RUNNABLE_SECONDS:
+            return  # the helpers hardly ran: nothing learnt (and state.last kept)
+        if waiting > _BUSY_SHARE * (running + waiting):
             state.hold = min(max(2 * state.hold, _HOLD_MIN_SECONDS), _HOLD_MAX_SECONDS)
             state.serial_until = now + state.hold
-        elif state.parallel_since_probe:
-            state.hold = 0.0  # parallel calls ran and nobody waited: the cores are free
-    state.last = (now, delay)
-    state.parallel_since_probe = False
+        else:
+            state.hold = 0.0  # the helpers ran and hardly waited: the cores are free
+    state.last = times
 
 
 def available_threads():
@@ -184,7 +194,6 @@ def available_threads():
             state.lock.release()
     if now < state.serial_until:
         return 1
-    state.parallel_since_probe = True
     return n
 
 

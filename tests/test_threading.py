@@ -161,21 +161,23 @@ def test_library_paths_are_where_pip_puts_data():
     assert expected in paths
 
 
-class _Delays:
-    """A stand-in for the run-queue delays of the process's threads (ns) and the clock."""
+class _Helpers:
+    """A stand-in for the helper threads' times on and waiting for a core (ns), and the
+    clock."""
 
     def __init__(self, monkeypatch):
-        self.delay = 0
+        self.times = [0, 0]
         self.now = 1000.0
-        monkeypatch.setattr(_threading, "_run_queue_delay", lambda: self.delay)
+        monkeypatch.setattr(_threading, "_helper_times", lambda caller: tuple(self.times))
         monkeypatch.setattr(_threading.time, "monotonic", lambda: self.now)
         state = _threading._Contention()
         state.enabled = True
         monkeypatch.setattr(_threading, "_state", state)
 
-    def step(self, seconds, waited):
+    def step(self, seconds, running, waiting):
         self.now += seconds
-        self.delay += int(waited * 1e9)
+        self.times[0] += int(running * 1e9)
+        self.times[1] += int(waiting * 1e9)
         return _threading.available_threads()
 
 
@@ -184,28 +186,29 @@ def test_available_threads_serial_while_the_cores_are_taken(monkeypatch):
     previous = numba.get_num_threads()
     numba.set_num_threads(2)
     try:
-        clock = _Delays(monkeypatch)
-        n = _threading.available_threads()  # the first probe: a baseline
-        assert n == 2
-        # threads that waited for a core less than 5% of the time: parallel
-        assert clock.step(0.06, 0.002) == 2
-        # 10% of the time: serial for _HOLD_MIN_SECONDS, no probe before _PROBE_SECONDS
-        assert clock.step(0.06, 0.006) == 1
+        helpers = _Helpers(monkeypatch)
+        assert _threading.available_threads() == 2  # the first look: a baseline
+        # helpers that waited for a core under 10% of their runnable time: parallel
+        assert helpers.step(0.06, 0.009, 0.0009) == 2
+        # 20%: serial for _HOLD_MIN_SECONDS, and no look before _PROBE_SECONDS
+        assert helpers.step(0.06, 0.008, 0.002) == 1
         assert _threading._state.hold == _threading._HOLD_MIN_SECONDS
-        assert clock.step(0.01, 0.0) == 1
-        assert clock.step(0.2, 0.0) == 2  # the hold is over: a retry
+        assert helpers.step(0.01, 0.0, 0.0) == 1
+        # helpers that hardly ran (serial calls): nothing learnt, the hold runs out
+        assert helpers.step(0.06, 0.0002, 0.0002) == 1
+        assert helpers.step(0.2, 0.0, 0.0) == 2  # a retry
         # the retry finds the cores taken: the hold doubles, up to _HOLD_MAX_SECONDS
-        assert clock.step(0.06, 0.03) == 1
+        assert helpers.step(0.06, 0.005, 0.005) == 1
         assert _threading._state.hold == 2 * _threading._HOLD_MIN_SECONDS
         for _ in range(8):
-            clock.step(_threading._state.hold + 0.01, 0.0)
-            clock.step(0.06, 0.03)
+            helpers.step(_threading._state.hold + 0.01, 0.0, 0.0)
+            helpers.step(0.06, 0.005, 0.005)
         assert _threading._state.hold == _threading._HOLD_MAX_SECONDS
-        # a clean window in which parallel calls ran: the hold starts over
-        clock.step(_threading._HOLD_MAX_SECONDS + 0.01, 0.0)
-        assert clock.step(0.06, 0.0) == 2 and _threading._state.hold == 0.0
+        # a look at helpers that ran and hardly waited: parallel again, the hold starts over
+        helpers.step(_threading._HOLD_MAX_SECONDS + 0.01, 0.0, 0.0)
+        assert helpers.step(0.06, 0.01, 0.0) == 2 and _threading._state.hold == 0.0
         # parallel_threads: numba's count for the calls inside (this thread only), restored
-        clock.step(0.06, 0.03)
+        helpers.step(0.06, 0.005, 0.005)
         with _threading.parallel_threads() as inside:
             assert inside == 1 and numba.get_num_threads() == 1
         assert numba.get_num_threads() == 2
@@ -218,6 +221,15 @@ def test_available_threads_serial_while_the_cores_are_taken(monkeypatch):
         assert _threading.available_threads() == 1
     finally:
         numba.set_num_threads(previous)
+
+
+def test_helper_times_leave_the_caller_out():
+    import threading
+
+    caller = str(threading.get_native_id())
+    running, waiting = _threading._helper_times(caller)
+    alone = _threading._helper_times("none")  # every thread, the caller included
+    assert running >= 0 and waiting >= 0 and alone[0] >= running
 
 
 def test_serial_when_busy_can_be_turned_off(monkeypatch):
