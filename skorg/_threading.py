@@ -101,7 +101,9 @@ def prefer_tbb():
 # process but the caller: numba's workers, which run only in parallel calls): of the time
 # they were runnable since the last look, the share they spent waiting for a core (their
 # run-queue delay, /proc/self/task/*/schedstat on Linux, read at most once per
-# _PROBE_SECONDS). Above _BUSY_SHARE the cores are taken, and parallel calls run on the
+# _PROBE_SECONDS), less _WAKE_SECONDS per time slice (waking on an idle core takes some
+# microseconds; a core that another program holds, a time slice of milliseconds). Above
+# _BUSY_SHARE the cores are taken, and parallel calls run on the
 # calling thread alone for a while (_HOLD_MIN_SECONDS, doubled each time a retry finds the
 # cores still taken, up to _HOLD_MAX_SECONDS), so that a busy machine costs at most the
 # retries; a look after less than _MIN_RUNNABLE_SECONDS of helper time (no parallel call
@@ -112,6 +114,7 @@ def prefer_tbb():
 _PROBE_SECONDS = 0.05
 _BUSY_SHARE = 0.1
 _MIN_RUNNABLE_SECONDS = 0.001
+_WAKE_SECONDS = 50e-6
 _HOLD_MIN_SECONDS = 0.2
 _HOLD_MAX_SECONDS = 3.2
 _TASKS = "/proc/self/task"
@@ -125,7 +128,7 @@ class _Contention:
         flag = os.environ.get("SKORG_SERIAL_WHEN_BUSY", "1").strip().lower()
         self.enabled = flag not in ("0", "false", "no", "off") and os.path.isdir(_TASKS)
         self.next_probe = 0.0
-        self.last = None  # the helpers' (running, waiting) ns at the previous look
+        self.last = None  # the helpers' (running ns, waiting ns, slices) at the last look
         self.serial_until = 0.0
         self.hold = 0.0
 
@@ -137,9 +140,9 @@ _suspend_lock = threading.Lock()
 
 
 def _helper_times(caller):
-    """Summed time on a core and waiting for one (ns) of the process's threads but
-    ``caller`` (a native thread id), so far."""
-    running = waiting = 0
+    """Summed time on a core and waiting for one (ns), and number of time slices, of the
+    process's threads but ``caller`` (a native thread id), so far."""
+    running = waiting = slices = 0
     for task in os.listdir(_TASKS):
         if task == caller:
             continue
@@ -148,9 +151,10 @@ def _helper_times(caller):
                 fields = f.read().split()
             running += int(fields[0])
             waiting += int(fields[1])
+            slices += int(fields[2])
         except (OSError, IndexError, ValueError):  # a thread that ended meanwhile
             pass
-    return running, waiting
+    return running, waiting, slices
 
 
 def _probe(state, now):
@@ -165,7 +169,8 @@ def _probe(state, now):
         waiting = (times[1] - state.last[1]) * 1e-9
         if running + waiting < _MIN_RUNNABLE_SECONDS:
             return  # the helpers hardly ran: nothing learnt (and state.last kept)
-        if waiting > _BUSY_SHARE * (running + waiting):
+        waking = (times[2] - state.last[2]) * _WAKE_SECONDS
+        if waiting - waking > _BUSY_SHARE * (running + waiting):
             state.hold = min(max(2 * state.hold, _HOLD_MIN_SECONDS), _HOLD_MAX_SECONDS)
             state.serial_until = now + state.hold
         else:

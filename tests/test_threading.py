@@ -166,7 +166,7 @@ class _Helpers:
     clock."""
 
     def __init__(self, monkeypatch):
-        self.times = [0, 0]
+        self.times = [0, 0, 0]
         self.now = 1000.0
         monkeypatch.setattr(_threading, "_helper_times", lambda caller: tuple(self.times))
         monkeypatch.setattr(_threading.time, "monotonic", lambda: self.now)
@@ -174,10 +174,11 @@ class _Helpers:
         state.enabled = True
         monkeypatch.setattr(_threading, "_state", state)
 
-    def step(self, seconds, running, waiting):
+    def step(self, seconds, running, waiting, slices=1):
         self.now += seconds
         self.times[0] += int(running * 1e9)
         self.times[1] += int(waiting * 1e9)
+        self.times[2] += slices
         return _threading.available_threads()
 
 
@@ -190,7 +191,9 @@ def test_available_threads_serial_while_the_cores_are_taken(monkeypatch):
         assert _threading.available_threads() == 2  # the first look: a baseline
         # helpers that waited for a core under 10% of their runnable time: parallel
         assert helpers.step(0.06, 0.009, 0.0009) == 2
-        # 20%: serial for _HOLD_MIN_SECONDS, and no look before _PROBE_SECONDS
+        # 20%, but in wake-ups of an idle core (the allowance per time slice): parallel
+        assert helpers.step(0.06, 0.008, 0.002, slices=50) == 2
+        # 20% in one slice: serial for _HOLD_MIN_SECONDS, and no look before _PROBE_SECONDS
         assert helpers.step(0.06, 0.008, 0.002) == 1
         assert _threading._state.hold == _threading._HOLD_MIN_SECONDS
         assert helpers.step(0.01, 0.0, 0.0) == 1
@@ -227,9 +230,9 @@ def test_helper_times_leave_the_caller_out():
     import threading
 
     caller = str(threading.get_native_id())
-    running, waiting = _threading._helper_times(caller)
+    running, waiting, slices = _threading._helper_times(caller)
     alone = _threading._helper_times("none")  # every thread, the caller included
-    assert running >= 0 and waiting >= 0 and alone[0] >= running
+    assert min(running, waiting, slices) >= 0 and alone[0] >= running
 
 
 def test_serial_when_busy_can_be_turned_off(monkeypatch):
