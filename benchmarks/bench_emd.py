@@ -13,6 +13,8 @@ results are compared (max relative difference).
     python benchmarks/bench_emd.py                  # all cases
     python benchmarks/bench_emd.py 2d_1024_dyadic   # some
     python benchmarks/bench_emd.py --threads 1      # numba threads (default: all)
+    python benchmarks/bench_emd.py --quiet-and-loaded   # default threading against one thread,
+                                                    # quiet and under load (_load.py)
     python benchmarks/bench_emd.py 3d_1024x1024x144_f32   # opt-in: the memory bound, no baseline
 """
 
@@ -200,7 +202,36 @@ def spawn(name, impl, input_path, output_path, threads):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def load_main(names, modes):
+    """skorg's time with the default threading and on one thread, quiet and/or loaded."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _load import threads_table
+
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for name in names:
+            shape, _, _ = all_cases()[name]
+            X = bench_input(shape)
+            paths[name] = os.path.join(tmp, f"{name}.npy")
+            np.save(paths[name], X.astype(np.float32) if name in LARGE else X)
+        out = os.path.join(tmp, "D.npy")
+
+        def measure(name):
+            ours = spawn(name, "skorg", paths[name], out, None)["seconds"]
+            one = spawn(name, "skorg", paths[name], out, 1)["seconds"]
+            return {"skorg": ours, "one thread": one}
+
+        threads_table(names, measure, modes)
+
+
 def main(argv):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _load import load_modes
+
+    modes, argv = load_modes(argv)
+    if modes:
+        load_main(argv or [n for n in CASES if n not in LARGE], modes)
+        return
     threads = None
     if "--threads" in argv:
         i = argv.index("--threads")

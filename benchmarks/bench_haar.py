@@ -19,6 +19,11 @@ the 1.3e8-element sweep point, about 3 GB). Needs the ``bench`` extra (PyWavelet
 4. The bi-Haar against PyWavelets applied along each axis in turn, and the 1-D, bi- and
    tri-Haar against the dense-basis einsum (BLAS) baseline.
 
+``--load`` / ``--quiet-and-loaded`` (benchmarks/_load.py) instead time the one-axis Haar along
+rows and columns from 128 x 1024 to 4096 x 4096 and the bi-Haar with the default threading, on
+one thread and in PyWavelets, under busy loops on all cores but one (and quiet): medians of
+interleaved calls, since a stall under load is intermittent and a best-of would hide it.
+
 Every time is the best of ``REPEAT`` runs after a warm-up (JIT compiled first), the two sides
 of a ratio measured one right after the other: this machine is shared, so only the ratios
 are comparable between runs. Peak memory is the peak traced by ``tracemalloc`` of NumPy
@@ -40,6 +45,9 @@ import pywt
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _load import load_modes, threads_table  # noqa: E402
 
 from skorg.transforms import (  # noqa: E402
     haar_basis,
@@ -313,7 +321,68 @@ def bihaar_section():
         print(f"{n}x{n:<7} {ours * 1e3:9.2f} {peer * 1e3:9.2f} {peer / ours:10.2f}")
 
 
+LOAD_SHAPES = [(128, 1024), (512, 1024), (1024, 1024), (4096, 1024), (1024, 4096), (4096, 4096)]
+# seconds of calls per side and case in the load mode (at least LOAD_MIN_CALLS calls)
+LOAD_SECONDS = 0.3
+LOAD_MIN_CALLS = 5
+
+
+def interleaved_medians(calls):
+    """Median seconds of each named call (numba on one thread for the key "one thread"):
+    short blocks of calls of one kind in turn, so that all of them see the same load, the
+    first call of every block left out (it follows another kind of call: another library's
+    frees, or threads still spinning after a parallel call, slow it down whichever it is)."""
+    threads = numba.get_num_threads()
+    for call in calls.values():
+        call()  # warm: JIT from the cache, pages of the output
+    start = time.perf_counter()
+    calls["skorg"]()
+    n_calls = int(min(201, max(LOAD_MIN_CALLS, LOAD_SECONDS / (time.perf_counter() - start))))
+    per_block = 4
+    times = {key: [] for key in calls}
+    keys = list(calls)
+    for i in range(-(-n_calls // (per_block - 1))):
+        for key in keys[i % len(keys) :] + keys[: i % len(keys)]:  # the order rotates
+            if key == "one thread":
+                numba.set_num_threads(1)
+            for j in range(per_block):
+                begin = time.perf_counter()
+                calls[key]()
+                if j:
+                    times[key].append(time.perf_counter() - begin)
+            numba.set_num_threads(threads)
+    return {key: float(np.median(t)) for key, t in times.items()}
+
+
+def load_section(modes, quick):
+    rng = np.random.default_rng(0)
+    cases = {}
+    for shape in LOAD_SHAPES[:2] if quick else LOAD_SHAPES:
+        X = rng.random(shape)
+        for axis, label in ((1, "rows"), (0, "columns")):
+            tree = dyadic_tree(shape[axis])
+            ours = lambda X=X, tree=tree, axis=axis: haar_transform(X, tree, axis=axis)  # noqa: E731
+            peer = lambda X=X, axis=axis: pywt.wavedec(X, "haar", axis=axis)  # noqa: E731
+            cases[f"Haar {label} {shape[0]} x {shape[1]}"] = (ours, peer)
+    for n in (1024,) if quick else (1024, 4096):
+        X = rng.random((n, n))
+        trees = [dyadic_tree(n), dyadic_tree(n)]
+        ours = lambda X=X, trees=trees: multi_haar_transform(X, trees)  # noqa: E731
+        cases[f"bi-Haar {n} x {n}"] = (ours, lambda X=X: separable_pywt(X))
+
+    def measure_case(name):
+        ours, peer = cases[name]
+        return interleaved_medians({"skorg": ours, "one thread": ours, "PyWavelets": peer})
+
+    print("# medians of interleaved calls (skorg, skorg on one thread, PyWavelets)")
+    threads_table(list(cases), measure_case, modes, extra=("PyWavelets",))
+
+
 def main():
+    modes, _ = load_modes(sys.argv[1:])
+    if modes:
+        load_section(modes, "--quick" in sys.argv)
+        return
     quick = "--quick" in sys.argv
     print(f"# best of {REPEAT} runs per side, back to back; numba threads: "
           f"{numba.get_num_threads()}")  # fmt: skip

@@ -7,6 +7,8 @@ the peak resident memory is its own. The naive result is checked against skorg's
 
     python benchmarks/bench_paraproduct.py            # all cases
     python benchmarks/bench_paraproduct.py 512_softmax
+    python benchmarks/bench_paraproduct.py --quiet-and-loaded   # skorg against one thread,
+                                                               # quiet and under load (_load.py)
 """
 
 from __future__ import annotations
@@ -122,15 +124,31 @@ def run_one(name, impl):
     print(json.dumps({"seconds": seconds, "peak_mb": peak_mb}))
 
 
-def measure(name, impl):
+def measure(name, impl, env=None):
     out = subprocess.run(
         [sys.executable, __file__, "--one", name, impl],
         capture_output=True,
         text=True,
         check=True,
         cwd=ROOT,
+        env=env,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def load_main(names, modes):
+    """skorg's time with the default threading and on one thread, quiet and/or loaded."""
+    from _load import one_thread_env, threads_table
+
+    def timed(name, env=None):
+        seconds = measure(name, "skorg", env)["seconds"]
+        (ROOT / f".bench_paraproduct_{name}_skorg.npz").unlink()
+        return seconds
+
+    def both(name):
+        return {"skorg": timed(name), "one thread": timed(name, one_thread_env())}
+
+    threads_table(names or [c[0] for c in CASES], both, modes)
 
 
 def _agree(name):
@@ -167,7 +185,13 @@ def main(names):
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _load import load_modes
+
+    modes, args = load_modes(sys.argv[1:])
     if len(sys.argv) > 1 and sys.argv[1] == "--one":
         run_one(sys.argv[2], sys.argv[3])
+    elif modes:
+        load_main(args, modes)
     else:
-        main(sys.argv[1:])
+        main(args)

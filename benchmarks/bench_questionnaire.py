@@ -11,6 +11,8 @@ resident set at the start of the runs.
     python benchmarks/bench_questionnaire.py                # all cases
     python benchmarks/bench_questionnaire.py 2d_512 3d_256  # some
     python benchmarks/bench_questionnaire.py --trees        # float32 vs float64 trees
+    python benchmarks/bench_questionnaire.py --quiet-and-loaded  # default threading against
+                                                # one thread, quiet and under load (_load.py)
 
 ``--trees`` counts, on the reference cases of ``tests/data`` and on the benchmark inputs,
 how often ``emd_dtype="float32"`` gives other trees than float64: every (iteration, axis) tree
@@ -211,15 +213,32 @@ def compare_trees():
     print(f"{'all':<30}{total[0]:>6}{total[1]:>15}{total[2]:>18}")
 
 
-def measure(name, impl):
+def measure(name, impl, env=None):
     out = subprocess.run(
         [sys.executable, __file__, "--one", name, impl],
         capture_output=True,
         text=True,
         check=True,
         cwd=ROOT,
+        env=env,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# the fits of the load mode (the issue's 2-D and 3-D cases)
+LOAD_CASES = ["2d_512", "3d_128x128x72", "3d_256x256x128"]
+
+
+def load_main(names, modes):
+    """skorg's median time with the default threading and on one thread, quiet and/or
+    loaded (each a subprocess: warm-up, then SKORG_RUNS fits)."""
+    from _load import one_thread_env, threads_table
+
+    def both(name):
+        ours = measure(name, "skorg")["seconds"]
+        return {"skorg": ours, "one thread": measure(name, "skorg", one_thread_env())["seconds"]}
+
+    threads_table(names or LOAD_CASES, both, modes)
 
 
 def main(names):
@@ -256,4 +275,11 @@ if __name__ == "__main__":
     elif len(sys.argv) > 1 and sys.argv[1] == "--one":
         run_one(sys.argv[2], sys.argv[3])
     else:
-        main(sys.argv[1:])
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from _load import load_modes
+
+        modes, args = load_modes(sys.argv[1:])
+        if modes:
+            load_main(args, modes)
+        else:
+            main(args)

@@ -6,10 +6,10 @@ import math
 import struct
 from numbers import Integral
 
-import numba
 import numpy as np
 
 from ._kernels import _peak
+from ._threading import available_threads
 
 __all__ = [
     "check_finite_array",
@@ -190,7 +190,7 @@ def _peak_of_bits(X):
     """:func:`finite_peak` of a contiguous float array, in one pass over its bit patterns."""
     view, mask, _ = _PEAK_BITS[X.dtype]
     bits = (X.reshape(-1) if X.flags.c_contiguous else X.reshape(-1, order="F")).view(view)
-    n_threads = numba.get_num_threads() if X.size >= _PEAK_PARALLEL_MIN else 1
+    n_threads = available_threads() if X.size >= _PEAK_PARALLEL_MIN else 1
     if n_threads == 1:
         top = _peak.peak_bits_serial(bits, mask)
     else:

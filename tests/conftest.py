@@ -3,6 +3,10 @@ from pathlib import Path
 
 # sklearn's array-API estimator check (numpy namespace) needs this set before scipy loads
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
+# the parallel paths run whatever the load of the machine (skorg._threading would otherwise
+# keep a call on one thread while the cores are taken, which changes no result but which
+# kernel runs); tests/test_threading.py tests that watch
+os.environ.setdefault("SKORG_SERIAL_WHEN_BUSY", "0")
 
 import numpy as np
 import pytest

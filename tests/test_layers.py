@@ -28,6 +28,7 @@ LAYERS = {
     "skorg._config": 0,
     "skorg._progress": 0,
     "skorg._scratch": 0,
+    "skorg._threading": 0,
     "skorg.graphs": 1,
     "skorg.stats": 1,  # intervals and tests: plain arrays, nothing of the geometry
     "skorg.io": 1,  # file readers: plain (labelled) arrays

@@ -5,6 +5,8 @@ import numba
 import numpy as np
 from numba import prange
 
+from .._threading import parallel_threads
+
 
 @numba.njit(cache=True)
 def _find(root, i):
@@ -314,7 +316,9 @@ def round_distances(emb, labels, n_groups):
     compile) are compiled only when a tree that large is built.
     """
     if emb.shape[0] >= _PARALLEL_MIN_POINTS:
-        return _round_distances_parallel(emb, labels, n_groups)
+        # its _PARTS parts on the calling thread alone while the cores are taken
+        with parallel_threads():
+            return _round_distances_parallel(emb, labels, n_groups)
     return _round_distances_serial(emb, labels, n_groups)
 
 

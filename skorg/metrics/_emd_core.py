@@ -20,6 +20,7 @@ from .._kernels import _bifolder as _kb
 from .._kernels import _emd as _k
 from .._scratch import scratch_empty
 from .._sparse_input import is_sparse
+from .._threading import available_threads
 from .._validation import check_tree_for_axis, pow2_scale, scaled_copy, unscale
 
 __all__: list[str] = []
@@ -208,7 +209,8 @@ def _add_pairwise_l1(F, out):
         # SciPy's C loop, in float64: the same distances to rounding, and nothing to compile
         out += squareform(pdist(F.astype(np.float64, copy=False), "cityblock"))
         return
-    if numba.get_num_threads() == 1 or m * m * k // 2 < _PARALLEL_MIN_WORK:
+    # (on this thread too while the cores are taken: skorg._threading)
+    if m * m * k // 2 < _PARALLEL_MIN_WORK or available_threads() == 1:
         ti, tj, tile = _tile_pairs(m, 1)
         _k.pairwise_l1_sym_serial(F, ti, tj, tile, _FEATURE_CHUNK, out, _MINUS_ONE)
         return
@@ -237,9 +239,7 @@ def _reduce_axis(Z, ax, plan, dtype, compiled):
         means *= scale[None, :, None]
         return means.astype(dtype, copy=False).reshape((*shape[:ax], k, *shape[ax + 1 :]))
     out = np.empty((A, k, B), dtype=dtype)
-    n_threads = numba.get_num_threads()
-    if A * B * (n + k) < _PARALLEL_MIN_WORK:
-        n_threads = 1
+    n_threads = 1 if A * B * (n + k) < _PARALLEL_MIN_WORK else available_threads()
     if B == 1:
         if n_threads == 1:
             _k._rows_range(Z.reshape(A, n), leaf_order, start, end, scale, 0, A, out.reshape(A, k))
@@ -352,7 +352,7 @@ def _emd_two_trees(X, axis, plan1, plan2, dtype):
     k1, k2 = start1.shape[0], start2.shape[0]
     if k1 == 0 or k2 == 0:
         return np.zeros((m, m))
-    n_threads = numba.get_num_threads()
+    n_threads = available_threads()
     # within a questionnaire fit the table is reused from step to step (skorg._scratch)
     P = scratch_empty("bifolder_prefix", (n1 + 1, n2, m), np.float64)
     t_inner = bool(abs(Xv.strides[2]) <= abs(Xv.strides[1]))

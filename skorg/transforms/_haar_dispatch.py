@@ -21,6 +21,7 @@ from .._kernels import _haar_rows as _row_kernels
 from .._kernels import _haar_segments as _segment_kernels
 from .._kernels import _haar_short as _short_kernels
 from .._kernels import _haar_slots as _slot_kernels
+from .._threading import available_threads, parallel_threads
 from .._validation import plain_magnitude, plain_values, safe_exponent, scaled_copy, unscale
 from ..trees import PartitionTree
 from ._haar_plan import _ORDERS, _get_plan
@@ -164,8 +165,9 @@ def _apply_along(X, plan, axis, inverse, out=None):
     if out is None:
         out = np.empty(shape, dtype=X.dtype)
     oflat = out.reshape(-1)
-    serial = X.size < _SERIAL_SIZE or numba.get_num_threads() == 1
-    n_threads = 1 if serial else numba.get_num_threads()
+    # below _SERIAL_SIZE, and while the cores are taken (skorg._threading), on this thread
+    n_threads = 1 if X.size < _SERIAL_SIZE else available_threads()
+    serial = n_threads == 1
     if plan.dyadic and B == 1 and 2 <= n <= _SHORT_MAX_N:
         # many short rows on a perfect binary tree: lifted a block of rows at a time
         perm = plan.leaf_rank if inverse else plan.leaf_order  # both kernels gather by it
@@ -284,7 +286,8 @@ def _apply_last2(X, plan1, plan2, inverse):
         kernel = _kernels.haar_forward_last2
     chunk = numba.set_parallel_chunksize(1)
     try:
-        kernel(flat, out.reshape(-1), A, n1, n2, *args, numba.get_num_threads())
+        with parallel_threads() as n_threads:
+            kernel(flat, out.reshape(-1), A, n1, n2, *args, n_threads)
     finally:
         numba.set_parallel_chunksize(chunk)
     return out
@@ -302,7 +305,8 @@ def _apply_inplace(X, plan, axis, inverse):
         kernel = _kernels.haar_forward_inplace
     chunk = numba.set_parallel_chunksize(1)
     try:
-        kernel(X.reshape(-1), A, n, B, *args, numba.get_num_threads())
+        with parallel_threads() as n_threads:
+            kernel(X.reshape(-1), A, n, B, *args, n_threads)
     finally:
         numba.set_parallel_chunksize(chunk)
 
