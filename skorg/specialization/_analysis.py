@@ -76,14 +76,14 @@ def unspecialized_time(t, m, mean, *, cosine=0.9, min_alignment=0.1):
     >>> unspecialized_time([0.0, 1.0, 2.0], m, [1.0, 0.0])
     1.0
     """
-    t = np.asarray(t, dtype=np.float64)
-    m = np.asarray(m, dtype=np.float64)
-    mean = np.asarray(mean, dtype=np.float64)
+    t, m, mean = (_real(v, name) for v, name in ((t, "t"), (m, "m"), (mean, "mean")))
     if m.ndim != 3 or t.shape != m.shape[:1] or mean.shape != m.shape[2:]:
         raise ValueError(
             f"t (n_records,), m (n_records, n_heads, F) and mean (F,) must agree; got "
             f"{t.shape}, {m.shape}, {mean.shape}."
         )
+    if not np.all(np.isfinite(t)) or np.any(np.diff(t) < 0):
+        raise ValueError("t must hold finite record times in increasing order.")
     norm_mean = np.linalg.norm(mean)
     if not np.isfinite(norm_mean) or norm_mean == 0:
         raise ValueError("mean must be finite and non-zero: a centred prior has no mean signal.")
@@ -93,6 +93,28 @@ def unspecialized_time(t, m, mean, *, cosine=0.9, min_alignment=0.1):
     ok = np.all((cos >= cosine) & (proj >= min_alignment), axis=1)
     hit = np.flatnonzero(ok)
     return float(t[hit[0]]) if hit.size else float("inf")
+
+
+def _real(values, name):
+    arr = np.asarray(values)
+    if np.iscomplexobj(arr) or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}.")
+    return arr.astype(np.float64)
+
+
+def _counts(values, name):
+    """Whole numbers (integer arrays, or floats without a fraction) as float64."""
+    arr = np.asarray(values)
+    if arr.dtype == bool or not (
+        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+    ):
+        raise TypeError(f"{name} must be whole numbers (counts), got dtype {arr.dtype}.")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)):
+        raise ValueError(f"{name} must be whole numbers (counts), got {values!r}.")
+    return arr
 
 
 def wilson_interval(successes, trials, confidence=0.95):
@@ -112,12 +134,16 @@ def wilson_interval(successes, trials, confidence=0.95):
     >>> [round(x, 3) for x in wilson_interval(100, 100)]
     [0.963, 1.0]
     """
-    k = np.asarray(successes, dtype=np.float64)
-    n = np.asarray(trials, dtype=np.float64)
+    k = _counts(successes, "successes")
+    n = _counts(trials, "trials")
     if np.any(n < 1) or np.any(k < 0) or np.any(k > n):
         raise ValueError("need 0 <= successes <= trials and trials >= 1.")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
+    if (
+        isinstance(confidence, (bool, np.bool_))
+        or not isinstance(confidence, numbers.Real)
+        or not 0 < confidence < 1
+    ):
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}.")
     z = _normal.ppf(0.5 + confidence / 2)
     p = k / n
     centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
@@ -319,9 +345,22 @@ def run_flow_specialization_test(
         raise ValueError("variances must be a 1-D array of at least two non-negative numbers.")
     if not isinstance(n_init, numbers.Integral) or n_init < 1:
         raise ValueError(f"n_init must be a positive integer, got {n_init!r}.")
-    learning_rates = tuple(float(x) for x in learning_rates)
+    if isinstance(learning_rates, (str, bytes)) or not np.iterable(learning_rates):
+        raise TypeError(f"learning_rates must be a sequence of numbers, got {learning_rates!r}.")
+    learning_rates = tuple(learning_rates)
     if not learning_rates:
         raise ValueError("learning_rates must not be empty.")
+    for lr in learning_rates:
+        if (
+            isinstance(lr, (bool, np.bool_))
+            or not isinstance(lr, numbers.Real)
+            or not (np.isfinite(lr) and lr > 0)
+        ):
+            raise ValueError(
+                f"learning_rates must hold finite positive numbers (tau = learning_rate * t), "
+                f"got {lr!r}."
+            )
+    learning_rates = tuple(float(x) for x in learning_rates)
     predicted = np.argsort(-variances, kind="stable")
     task = SingleLocationTask(
         GaussianPrior(variances), n_tokens=n_tokens, dim=dim, noise=noise, random_state=0
