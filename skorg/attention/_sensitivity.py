@@ -198,7 +198,7 @@ def sensitivity_sweep(
             batch_counts = [b for b in (2, 4, 8, 16, 32, 64) if b < n_samples] + [n_samples]
         for b in _integers(batch_counts, "batch_counts", 2):
             if not 2 <= b <= n_samples:
-                raise ValueError(f"batch counts must lie in [2, {n_samples}], got {b}.")
+                raise ValueError(f"batch_counts must lie in [2, {n_samples}], got {b}.")
             rows.append(
                 {"parameter": "n_batches", "value": int(b), **stability(base[:b], default_fraction)}
             )

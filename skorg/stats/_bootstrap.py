@@ -345,6 +345,8 @@ def bootstrap_of_means(
     4.5
     """
     _check_common(n_resamples, confidence_level, method)
+    if function is not None and not callable(function):
+        raise TypeError(f"function must be callable or None, got {type(function).__name__}.")
     arr = _check_values(values)
     vector = arr.ndim == 1
     X = arr.reshape(arr.shape[0], -1)

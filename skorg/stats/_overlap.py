@@ -88,7 +88,7 @@ def mean_pairwise_jaccard(masks):
     single = M.ndim == 2
     M = M[None] if single else M
     if M.shape[1] < 2:
-        raise ValueError("need at least two sets to compare.")
+        raise ValueError(f"masks must hold at least two sets to compare, got shape {M.shape}.")
     F = M.astype(np.float64)
     inter = np.einsum("rbi,rci->rbc", F, F)
     sizes = F.sum(axis=2)

@@ -309,8 +309,11 @@ def effect_size(d):
     2.0
     """
     d = real_array(d, "d").reshape(-1)
-    if d.size == 0:
-        raise ValueError("d holds no differences; effect_size needs at least one.")
+    if d.size < 2:
+        raise ValueError(
+            f"d holds {d.size} difference(s); effect_size needs at least two (a standard "
+            "deviation)."
+        )
     scale = np.max(np.abs(d))
     if scale == 0:
         return 0.0
@@ -416,10 +419,14 @@ def compare_samples(a, b, *, paired=None, n_resamples=2000, confidence_level=0.9
         out["p_value"] = permutation_test_two_sample(
             a, b, n_resamples=n_perm, random_state=random_state
         )[1]
+        # Cohen's d in units of the largest magnitude: the same for data of any scale
+        scale = max(np.max(np.abs(a)), np.max(np.abs(b)))
+        za, zb = (a / scale, b / scale) if scale > 0 else (a, b)
         pooled = np.sqrt(
-            ((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2)
+            ((za.size - 1) * za.var(ddof=1) + (zb.size - 1) * zb.var(ddof=1))
+            / (za.size + zb.size - 2)
         )
-        diff = out["difference"]
+        diff = float(za.mean() - zb.mean())
         if pooled > 0:
             out["effect_size"] = float(diff / pooled)
         else:

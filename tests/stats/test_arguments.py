@@ -102,8 +102,10 @@ def test_compare_samples_checks_its_level_even_without_intervals(level):
 
 
 def test_effect_size_of_nothing_is_refused():
-    with pytest.raises(ValueError, match="d holds no differences"):
+    with pytest.raises(ValueError, match="d holds 0 difference"):
         effect_size([])  # was 0.0
+    with pytest.raises(ValueError, match="d holds 1 difference"):
+        effect_size([2.0])  # was inf: no standard deviation of one value
     with pytest.raises(ValueError, match="d contains NaN"):
         effect_size([1.0, np.nan])
     assert effect_size([1.0, 2.0, 3.0]) == pytest.approx(2.0, rel=1e-15)  # mean 2, sd 1
