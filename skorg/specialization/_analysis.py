@@ -11,7 +11,7 @@ from .._validation import check_memory
 from ._events import order_outcome, specialization_events
 from ._flow import integrate_flow
 from ._population import random_initial_order
-from ._task import GaussianPrior, SingleLocationTask
+from ._task import GaussianPrior, SingleLocationTask, _real_array
 
 __all__ = [
     "FlowSpecializationTest",
@@ -41,7 +41,7 @@ def participation_ratio(m):
     >>> participation_ratio([[1.0, 0.0, 0.0], [1.0, -1.0, 0.0]])
     array([1., 2.])
     """
-    m = _real(m, "m")
+    m = _real_array(m, "m")
     if m.ndim < 2 or not np.all(np.isfinite(m)):
         raise ValueError(f"m must be a finite array of shape (..., n_heads, F), got {m.shape}.")
     # divide by the largest entry first so that tiny or huge alignments do not underflow
@@ -78,7 +78,7 @@ def unspecialized_time(t, m, mean, *, cosine=0.9, min_alignment=0.1):
     >>> unspecialized_time([0.0, 1.0, 2.0], m, [1.0, 0.0])
     1.0
     """
-    t, m, mean = (_real(v, name) for v, name in ((t, "t"), (m, "m"), (mean, "mean")))
+    t, m, mean = (_real_array(v, name) for v, name in ((t, "t"), (m, "m"), (mean, "mean")))
     if m.ndim != 3 or t.shape != m.shape[:1] or mean.shape != m.shape[2:]:
         raise ValueError(
             f"t (n_records,), m (n_records, n_heads, F) and mean (F,) must agree; got "
@@ -109,15 +109,6 @@ def unspecialized_time(t, m, mean, *, cosine=0.9, min_alignment=0.1):
     ok = np.all((cos >= cosine) & (proj >= min_alignment), axis=1)
     hit = np.flatnonzero(ok)
     return float(t[hit[0]]) if hit.size else float("inf")
-
-
-def _real(values, name):
-    arr = np.asarray(values)
-    if np.iscomplexobj(arr) or not (
-        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
-    ):
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}.")
-    return arr.astype(np.float64)
 
 
 def _counts(values, name):
@@ -356,7 +347,7 @@ def run_flow_specialization_test(
     >>> res.tau.shape
     (1, 2, 3)
     """
-    variances = np.asarray(variances, dtype=np.float64)
+    variances = _real_array(variances, "variances")
     if variances.ndim != 1 or variances.size < 2 or np.any(variances < 0):
         raise ValueError("variances must be a 1-D array of at least two non-negative numbers.")
     if not isinstance(n_init, numbers.Integral) or n_init < 1:

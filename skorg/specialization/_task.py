@@ -27,8 +27,21 @@ def _as_rng(random_state):
     return np.random.default_rng(random_state)
 
 
+def _real_array(value, name):
+    """``value`` as a float64 array; complex, non-numeric and ragged input refused by name."""
+    try:
+        arr = np.asarray(value)
+    except ValueError:  # a ragged nesting of lists
+        raise ValueError(f"{name} must be a rectangular array of numbers.") from None
+    if np.iscomplexobj(arr) or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}.")
+    return arr.astype(np.float64)
+
+
 def _finite_array(value, name, ndim):
-    arr = np.asarray(value, dtype=np.float64)
+    arr = _real_array(value, name)
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got an array of shape {arr.shape}.")
     if arr.size == 0:
