@@ -172,7 +172,7 @@ ATTENTION = [
     ),
     Spec(
         attention.softmax_invariance_survey,
-        lambda r: {"maps": _maps(r), "n_resamples": 50},
+        lambda r: {"maps": _maps(r, heads=2, tokens=4), "n_resamples": 20},
         numbers=("sample", "n_resamples"),
         levels=("confidence_level", "tolerance"),
         ids=("heads",),

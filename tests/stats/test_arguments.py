@@ -136,3 +136,13 @@ def test_strings_are_refused_by_name():
         bootstrap_ci(["a", "b", "c"])
     with pytest.raises(ValueError, match="method must be one of"):
         bootstrap_ci([1.0, 2.0], method=["bca"])
+
+
+def test_means_near_the_float_maximum_are_finite_and_the_plain_bits_below():
+    x = np.linspace(1.0, 2.0, 30)
+    big = x * 2.0**1022  # thirty values near 1e308: their sum is past the float maximum
+    stat, _ = permutation_test_paired(big, n_resamples=99)
+    assert stat == x.mean() * 2.0**1022
+    assert permutation_test_two_sample(big, big / 2, n_resamples=99)[0] == x.mean() * 2.0**1021
+    assert compare_samples(big, big / 2, n_resamples=50)["difference"] == x.mean() * 2.0**1021
+    assert permutation_test_paired(x, n_resamples=99)[0] == x.mean()
