@@ -71,9 +71,9 @@ def _add_synthetic(parser, n_iter_default):
     group.add_argument("--kind", choices=["band", "ridge", "product"], default="band")
     group.add_argument(
         "--noise",
-        type=_positive(float, 0.0),
+        type=_positive(float, 0.0, 1e300),
         default=0.05,
-        help="standard deviation of the added noise, relative (default 0.05)",
+        help="standard deviation of the added noise, relative, 0 to 1e300 (default 0.05)",
     )
     group.add_argument(
         "--seed",

@@ -263,7 +263,11 @@ def _demo(args):
     from ..report import default_sentences, require_attention
 
     require_attention(minilm=True)  # before the corpus, which comes with the attention extra
-    _attention_run(args, "minilm", default_sentences(args.n_sentences))
+    try:
+        sentences = default_sentences(args.n_sentences)
+    except ValueError as exc:  # the standard library has only so many sentences
+        raise UsageError(f"--n-sentences {args.n_sentences}: {exc}") from None
+    _attention_run(args, "minilm", sentences)
     return 0
 
 
@@ -296,6 +300,12 @@ def _layer_list(text, option):
     return layers
 
 
+def _is_path(name):
+    """Whether a --model value is written as a path (``./m``, ``/m``, ``~/m``) rather than a
+    name such as minilm or sentence-transformers/all-MiniLM-L6-v2."""
+    return name.startswith((".", "/", "~")) or "\\" in name
+
+
 def _compare(args):
     from ..report import compare_report, load_attention_setup, read_sentences
 
@@ -306,6 +316,9 @@ def _compare(args):
         raise UsageError(f"give --model once or twice, got {len(models)} times")
     layers_a = _layer_list(args.layers_a, "--layers-a")
     layers_b = _layer_list(args.layers_b, "--layers-b")
+    for m in models:  # a path must exist before it is compared with anything
+        if _is_path(m) and not Path(m).expanduser().exists():
+            raise UsageError(f"--model {m}: no such model directory (the path does not exist)")
     if models[0] == models[1] and layers_a == layers_b:
         raise UsageError(
             "the two sides are the same model and layers: give a second --model "

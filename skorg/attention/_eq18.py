@@ -25,6 +25,29 @@ def _derivative_sizes(f, row_tree, column_tree):
     return first, second
 
 
+def _is_real(x):
+    return not isinstance(x, (bool, np.bool_)) and isinstance(
+        x, (int, float, np.integer, np.floating)
+    )
+
+
+def _head_ids(heads, n_heads):
+    """Flat head ids: distinct integers in [0, n_heads) (floats, bools and [] refused)."""
+    if isinstance(heads, (str, bytes)) or not np.iterable(heads):
+        raise TypeError(f"heads must be a sequence of flat head ids (int), got {heads!r}.")
+    ids = list(heads)
+    if not ids:
+        raise ValueError("heads is empty: give at least one flat head id, or None for all.")
+    for h in ids:
+        if isinstance(h, (bool, np.bool_)) or not isinstance(h, (int, np.integer)):
+            raise TypeError(f"heads must hold integer flat head ids, got {h!r}.")
+        if not 0 <= h < n_heads:
+            raise ValueError(f"heads: head {h} is not in [0, {n_heads}).")
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"heads holds a head more than once: {ids}.")
+    return [int(h) for h in ids]
+
+
 def softmax_invariance_survey(
     maps,
     trees=None,
@@ -55,7 +78,8 @@ def softmax_invariance_survey(
         organizer fitted on :func:`network_tensor`); default: dyadic trees on the token order.
     sample : int, default=0
     heads : sequence of int, optional
-        Flat head ids (``layer * n_heads + head``); default: every head.
+        Distinct flat head ids (``layer * n_heads + head``), at least one; default: every
+        head.
     tolerance : float, default=0.1
         A variant "holds" on a head when its relative error is at most this.
     n_resamples, confidence_level, random_state
@@ -96,10 +120,16 @@ def softmax_invariance_survey(
 
     if maps.logits is None:
         raise ValueError("maps holds no logits: extract them with logits=True.")
+    if isinstance(sample, (bool, np.bool_)) or not isinstance(sample, (int, np.integer)):
+        raise TypeError(f"sample must be an int, got {sample!r}.")
     if not 0 <= sample < maps.n_samples:
         raise ValueError(f"sample must lie in [0, {maps.n_samples}), got {sample}.")
-    if not 0 < tolerance:
-        raise ValueError(f"tolerance must be positive, got {tolerance}.")
+    if not _is_real(tolerance) or not (0 < tolerance < np.inf):
+        raise ValueError(f"tolerance must be a finite positive number, got {tolerance!r}.")
+    if not _is_real(confidence_level) or not 0 < confidence_level < 1:
+        raise ValueError(f"confidence_level must lie in (0, 1), got {confidence_level!r}.")
+    n_heads = maps.probs.shape[1] * maps.probs.shape[2]
+    head_ids = range(n_heads) if heads is None else _head_ids(heads, n_heads)
     keep = maps.valid_tokens(sample)
     logits = np.asarray(maps.logits[sample], dtype=np.float64)
     logits = logits.reshape(-1, *logits.shape[2:])
@@ -112,12 +142,9 @@ def softmax_invariance_survey(
             f"trees on {row_tree.n_points} x {column_tree.n_points} points do not match the "
             f"{n} real tokens of sample {sample}."
         )
-    head_ids = range(logits.shape[0]) if heads is None else [int(h) for h in heads]
     names = [f"L{int(a)}H{int(b)}" for a, b in maps.head_index()]
     rows = []
     for h in head_ids:
-        if not 0 <= h < logits.shape[0]:
-            raise ValueError(f"head {h} is not in [0, {logits.shape[0]}).")
         f = logits[h][np.ix_(keep, keep)]
         f = np.where(np.isfinite(f), f, np.nan)
         if np.isnan(f).any():  # causal masks: -inf logits carry zero probability

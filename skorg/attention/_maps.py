@@ -89,7 +89,8 @@ class AttentionMaps:
         sink : array-like of shape (n_samples, n_layers, n_heads, n_queries), optional
             Attention-sink mass per row; rows then sum to ``1 - sink``.
         atol : float, optional
-            Tolerance of the probability checks; by default 1e-4, or 1e-2 for 16-bit input.
+            Tolerance of the probability checks, in [0, 1); by default 1e-4, or 1e-2 for
+            16-bit input.
 
         Returns
         -------
@@ -124,13 +125,26 @@ class AttentionMaps:
         n, _, _, nq, nk = arr.shape
         if atol is None:
             atol = 1e-2 if low_precision else 1e-4
+        elif (
+            isinstance(atol, (bool, np.bool_))
+            or not isinstance(atol, (int, float, np.integer, np.floating))
+            or not 0 <= atol < 1
+        ):
+            raise ValueError(f"atol must be a number in [0, 1), got {atol!r}.")
         mask = _mask_of(mask, lg, (n, nq, nk))
         sk = None
         if sink is not None:
             sk = np.asarray(sink.detach().cpu() if isinstance(sink, torch.Tensor) else sink)
+            if sk.dtype.kind not in "biuf":
+                raise TypeError(f"sink must hold real numbers, got dtype {sk.dtype}.")
             if sk.shape != arr.shape[:4] or not np.all(np.isfinite(sk)):
                 raise ValueError(
                     f"sink must be a finite array of shape {arr.shape[:4]}, got {sk.shape}."
+                )
+            if sk.min() < 0 or sk.max() > 1:
+                raise ValueError(
+                    f"sink is a probability mass and must lie in [0, 1]; found {sk.min():.3g} "
+                    f"to {sk.max():.3g}."
                 )
         _check_probabilities(arr, lg, mask, sk, atol)
         if lg is not None:
@@ -173,6 +187,11 @@ class AttentionMaps:
                 f"{self.probs.shape[-1]}); the viewers show self-attention maps."
             )
         keep = self.valid_tokens(sample)  # padding dropped as keys and as queries
+        if keep.size == 0:
+            raise ValueError(
+                f"sample {sample} is fully masked (its mask allows no query-key pair): it has "
+                "no token to show."
+            )
         probs = self.probs[sample][:, :, keep][:, :, :, keep].astype(np.float32)
         tokens = self.tokens[sample] if self.tokens is not None else None
         if tokens is not None and len(tokens) == self.probs.shape[-1]:

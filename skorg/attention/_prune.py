@@ -204,15 +204,41 @@ def prune_curves(
         raise ValueError("orders must be a non-empty mapping of name -> head ids.")
     layout = attention_layout(model, kind)
     n_total = layout.n_layers * layout.n_heads
-    fractions = np.linspace(0, 1, 11) if fractions is None else np.asarray(fractions, float)
+    if fractions is None:
+        fractions = np.linspace(0, 1, 11)
+    else:
+        fractions = np.asarray(fractions)
+        if fractions.dtype.kind not in "biuf":
+            raise TypeError(f"fractions must hold real numbers, got dtype {fractions.dtype}.")
+        fractions = fractions.astype(np.float64)
     if fractions.ndim != 1 or fractions.size < 2 or np.any(np.diff(fractions) <= 0):
         raise ValueError("fractions must be increasing with at least two steps.")
     if fractions[0] < 0 or fractions[-1] > 1:
         raise ValueError("fractions must lie in [0, 1].")
-    if not 0 < threshold <= 1:
-        raise ValueError(f"threshold must lie in (0, 1], got {threshold}.")
+    if (
+        isinstance(threshold, (bool, np.bool_))
+        or not isinstance(threshold, (int, float, np.integer, np.floating))
+        or not 0 < threshold <= 1
+    ):
+        raise ValueError(f"threshold must be a number in (0, 1], got {threshold!r}.")
     if isinstance(n_random, bool) or not isinstance(n_random, (int, np.integer)) or n_random < 0:
         raise ValueError(f"n_random must be a non-negative integer, got {n_random!r}.")
+    # checked here, not only by the bootstrap: a metric of one number has no intervals, and
+    # the result stores these settings all the same
+    if not isinstance(method, str) or method not in ("bca", "percentile"):
+        raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}.")
+    if (
+        isinstance(confidence_level, (bool, np.bool_))
+        or not isinstance(confidence_level, (int, float, np.integer, np.floating))
+        or not 0 < confidence_level < 1
+    ):
+        raise ValueError(f"confidence_level must lie in (0, 1), got {confidence_level!r}.")
+    if (
+        isinstance(n_resamples, (bool, np.bool_))
+        or not isinstance(n_resamples, (int, np.integer))
+        or n_resamples < 2
+    ):
+        raise ValueError(f"n_resamples must be an integer of at least 2, got {n_resamples!r}.")
     checked = {}
     for name, order in orders.items():
         order = np.asarray(order, dtype=np.int64)

@@ -217,7 +217,12 @@ def rank_heads(scores, *, prune_first=None, random_state=0):
     table = {"scores": {}, "orders": {}, "ranks": {}}
     n_heads = None
     for name, value in scores.items():
-        arr = np.asarray(value, dtype=np.float64)
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"scores[{name!r}] must hold real numbers, got dtype {arr.dtype}.")
+        arr = arr.astype(np.float64)
+        if arr.size == 0 or (arr.ndim == 2 and arr.shape[0] == 0):
+            raise ValueError(f"scores[{name!r}] holds no heads (shape {arr.shape}).")
         arr = arr.mean(axis=0) if arr.ndim == 2 else arr
         if arr.ndim != 1 or not np.all(np.isfinite(arr)):
             raise ValueError(f"scores[{name!r}] must be finite, 1-D or 2-D.")
@@ -276,7 +281,10 @@ def ranking_stability(scores, *, fraction=0.1, n_resamples=2000, random_state=0)
     >>> round(out["top_null"]["overlap_null_mean"], 4)  # two random single heads of 4
     0.25
     """
-    S = np.asarray(scores, dtype=np.float64)
+    S = np.asarray(scores)
+    if S.dtype.kind not in "biuf":
+        raise TypeError(f"scores must hold real numbers, got dtype {S.dtype}.")
+    S = S.astype(np.float64)
     if S.ndim != 2 or S.shape[0] < 2 or S.shape[1] < 2 or not np.all(np.isfinite(S)):
         raise ValueError("scores must be finite, of shape (n_batches >= 2, n_heads >= 2).")
     if isinstance(fraction, bool) or not isinstance(fraction, Real) or not 0 < fraction <= 0.5:

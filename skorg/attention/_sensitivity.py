@@ -13,6 +13,40 @@ def _top_mask(score, m):
     return mask
 
 
+def _is_real(x):
+    return not isinstance(x, (bool, np.bool_)) and isinstance(
+        x, (int, float, np.integer, np.floating)
+    )
+
+
+def _reals(values, name):
+    if isinstance(values, (str, bytes)) or not np.iterable(values):
+        raise TypeError(f"{name} must be a sequence of numbers, got {values!r}.")
+    values = list(values)
+    if not values:
+        raise ValueError(f"{name} must hold at least one value.")
+    for v in values:
+        if not _is_real(v):
+            raise TypeError(f"{name} must hold real numbers, got {v!r}.")
+    return values
+
+
+def _integers(values, name, minimum):
+    values = _reals(values, name)
+    for v in values:
+        if not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name} must hold integers, got {v!r}.")
+        if v < minimum:
+            raise ValueError(f"{name} must hold integers of at least {minimum}, got {v}.")
+    return [int(v) for v in values]
+
+
+def _fractions(values, name):
+    for v in _reals(values, name):
+        if not 0 < v <= 0.5:
+            raise ValueError(f"{name} must lie in (0, 0.5], got {v!r}.")
+
+
 def sensitivity_sweep(
     maps,
     trees,
@@ -94,27 +128,39 @@ def sensitivity_sweep(
         raise ValueError(
             f"trees must hold one pair per sample ({maps.n_samples}), got {len(trees)}."
         )
-    ks = sorted({int(k) for k in ks} | {int(default_k)})
-    if min(ks) < 1:
-        raise ValueError("every k must be at least 1.")
+    ks = sorted(set(_integers(ks, "ks", 1)) | set(_integers([default_k], "default_k", 1)))
+    default_k = int(default_k)
+    _fractions(fractions, "fractions")
+    _fractions([default_fraction], "default_fraction")
+    if not _is_real(default_fraction):
+        raise TypeError(f"default_fraction must be a number, got {default_fraction!r}.")
+    if survey is not None:
+        for tol in _reals(tolerances, "tolerances"):
+            if not (np.isfinite(tol) and tol >= 0):
+                raise ValueError(f"tolerances must be finite and non-negative, got {tol!r}.")
+    n_total = maps.probs.shape[1] * maps.probs.shape[2]
+    scores = {}
+    if default_scores is not None:
+        given = np.asarray(default_scores)
+        if given.dtype.kind not in "biuf":
+            raise TypeError(f"default_scores must hold real numbers, got dtype {given.dtype}.")
+        given = given.astype(np.float64)
+        if given.shape != (maps.n_samples, n_total) or not np.all(np.isfinite(given)):
+            raise ValueError(
+                f"default_scores must be finite, of shape (n_samples, n_heads) = "
+                f"{(maps.n_samples, n_total)}, got shape {given.shape}."
+            )
+        scores[default_k] = given  # as given (the report's own scores), not recomputed
 
     def replay():
         # head_sparsity asks for the trees of the samples in order: hand back the given ones
         it = iter(trees)
         return lambda X: next(it)
 
-    scores = {}
-    if default_scores is not None:  # as given (the report's own scores), not recomputed
-        scores[int(default_k)] = np.asarray(default_scores, dtype=np.float64)
-        if scores[int(default_k)].ndim != 2 or len(scores[int(default_k)]) != maps.n_samples:
-            raise ValueError(
-                f"default_scores must have shape (n_samples={maps.n_samples}, n_heads), got "
-                f"{scores[int(default_k)].shape}."
-            )
     for k in ks:
         if k not in scores:
             scores[k] = head_sparsity(maps, organize=replay(), selection="support", k=k)
-    base = scores[int(default_k)]
+    base = scores[default_k]
     n_samples, n_heads = base.shape
     m = max(1, int(np.ceil(default_fraction * n_heads - 1e-9)))
     rows = []
@@ -156,16 +202,14 @@ def sensitivity_sweep(
 
     if n_samples >= 2:
         for fraction in fractions:
-            if not 0 < fraction <= 0.5:
-                raise ValueError(f"every fraction must lie in (0, 0.5], got {fraction}.")
             rows.append(
                 {"parameter": "fraction", "value": float(fraction), **stability_of(base, fraction)}
             )
         if batch_counts is None:
             batch_counts = [b for b in (2, 4, 8, 16, 32, 64) if b < n_samples] + [n_samples]
-        for b in batch_counts:
+        for b in _integers(batch_counts, "batch_counts", 2):
             if not 2 <= b <= n_samples:
-                raise ValueError(f"batch counts must lie in [2, {n_samples}], got {b}.")
+                raise ValueError(f"batch_counts must lie in [2, {n_samples}], got {b}.")
             row = {"parameter": "n_batches", "value": int(b)}
             rows.append({**row, **stability_of(base[:b], default_fraction)})
     if survey is not None:

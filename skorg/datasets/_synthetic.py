@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
+from .._validation import check_memory
+
 __all__ = ["make_shuffled_matrix", "make_shuffled_tensor", "smooth_surface"]
 
 
@@ -109,6 +111,8 @@ def make_shuffled_matrix(n_rows=64, n_cols=64, *, kind="band", noise=0.02, rando
     noise = _check_noise(noise)
     if not isinstance(kind, str) or kind not in _KINDS:
         raise ValueError(f"Unknown kind {kind!r}; expected one of {_KINDS}.")
+    # the surface, its shuffled copy, the noise and their sum, in float64
+    check_memory(32 * n_rows * n_cols, f"make_shuffled_matrix({n_rows}, {n_cols})")
     rng = _random_state(random_state)
     x = np.sort(rng.uniform(size=n_rows))
     y = np.sort(rng.uniform(size=n_cols))
@@ -146,6 +150,8 @@ def make_shuffled_tensor(shape=(32, 32, 16), *, noise=0.02, random_state=None):
         raise ValueError(f"shape must be a tuple of three axis lengths, got {shape!r}.")
     shape = tuple(_check_size(n, "shape") for n in shape)
     noise = _check_noise(noise)
+    # the band's temporaries, its shuffled copy, the noise and their sum, in float64
+    check_memory(8 * 8 * int(np.prod(shape, dtype=object)), f"make_shuffled_tensor({shape})")
     rng = _random_state(random_state)
     lat = [np.sort(rng.uniform(size=n)) for n in shape]
     x, y, z = lat[0][:, None, None], lat[1][None, :, None], lat[2][None, None, :]

@@ -6,6 +6,7 @@ tables need none of them.
 
 from __future__ import annotations
 
+import math
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,7 +195,38 @@ def _refuse_options(path, suffix, given):
 
 
 # --------------------------------------------------------------------------- binary formats
+def _check_npy_size(handle, size, where):
+    """Refuse, before anything is allocated, a .npy whose header claims more data than the
+    file holds (a truncated file, or a lying header); ``size``: the bytes of the .npy."""
+    from numpy.lib import format as npy_format
+
+    try:
+        version = npy_format.read_magic(handle)
+        if version == (1, 0):
+            shape, _, dtype = npy_format.read_array_header_1_0(handle)
+        else:
+            shape, _, dtype = npy_format.read_array_header_2_0(handle)
+    except (ValueError, OSError, EOFError, SyntaxError) as exc:
+        raise ReadError(f"{where} is not a valid .npy file ({exc})") from exc
+    if dtype.hasobject:
+        return  # refused as pickled data by the reader
+    claimed = math.prod(int(n) for n in shape) * dtype.itemsize
+    held = size - handle.tell()
+    if claimed > held:
+        raise ReadError(
+            f"{where} is not a valid .npy file: its header claims an array of shape "
+            f"{tuple(shape)} and dtype {dtype} "
+            f"({claimed:,} bytes) but the file holds {max(held, 0):,} bytes of data: it is "
+            "truncated or its header is wrong"
+        )
+
+
 def _read_npy(path):
+    try:
+        with open(path, "rb") as handle:
+            _check_npy_size(handle, path.stat().st_size, path.name)
+    except OSError as exc:
+        raise ReadError(f"{path.name} cannot be read ({exc})") from exc
     try:
         arr = np.load(path, allow_pickle=False)
     except ValueError as exc:
@@ -221,6 +253,10 @@ def _read_npz(path, key):
             key = names[0] if key is None else key
             if key not in names:
                 raise ReadError(f"{path.name} has no array {key!r}; it holds {names}")
+            member = key if key in archive.zip.namelist() else f"{key}.npy"
+            with archive.zip.open(member) as handle:
+                size = archive.zip.getinfo(member).file_size
+                _check_npy_size(handle, size, f"{path.name}[{key!r}]")
             arr = archive[key]
     except ReadError:
         raise

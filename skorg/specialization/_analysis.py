@@ -1,15 +1,17 @@
 """Analyses of specialization runs (SGD or effective dynamics) and the reviewers' flow test."""
 
+import math
 import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import norm as _normal
 
+from .._validation import check_memory
 from ._events import order_outcome, specialization_events
 from ._flow import integrate_flow
 from ._population import random_initial_order
-from ._task import GaussianPrior, SingleLocationTask
+from ._task import GaussianPrior, SingleLocationTask, _real_array
 
 __all__ = [
     "FlowSpecializationTest",
@@ -39,7 +41,7 @@ def participation_ratio(m):
     >>> participation_ratio([[1.0, 0.0, 0.0], [1.0, -1.0, 0.0]])
     array([1., 2.])
     """
-    m = np.asarray(m, dtype=np.float64)
+    m = _real_array(m, "m")
     if m.ndim < 2 or not np.all(np.isfinite(m)):
         raise ValueError(f"m must be a finite array of shape (..., n_heads, F), got {m.shape}.")
     # divide by the largest entry first so that tiny or huge alignments do not underflow
@@ -76,23 +78,50 @@ def unspecialized_time(t, m, mean, *, cosine=0.9, min_alignment=0.1):
     >>> unspecialized_time([0.0, 1.0, 2.0], m, [1.0, 0.0])
     1.0
     """
-    t = np.asarray(t, dtype=np.float64)
-    m = np.asarray(m, dtype=np.float64)
-    mean = np.asarray(mean, dtype=np.float64)
+    t, m, mean = (_real_array(v, name) for v, name in ((t, "t"), (m, "m"), (mean, "mean")))
     if m.ndim != 3 or t.shape != m.shape[:1] or mean.shape != m.shape[2:]:
         raise ValueError(
             f"t (n_records,), m (n_records, n_heads, F) and mean (F,) must agree; got "
             f"{t.shape}, {m.shape}, {mean.shape}."
         )
-    norm_mean = np.linalg.norm(mean)
-    if not np.isfinite(norm_mean) or norm_mean == 0:
+    if not np.all(np.isfinite(t)) or np.any(np.diff(t) < 0):
+        raise ValueError("t must hold finite record times in increasing order.")
+    for name, v in (("cosine", cosine), ("min_alignment", min_alignment)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real) or not np.isfinite(v):
+            raise ValueError(f"{name} must be a finite number, got {v!r}.")
+    if not -1 <= cosine <= 1:
+        raise ValueError(f"cosine must lie in [-1, 1], got {cosine!r}.")
+    if not (np.all(np.isfinite(m)) and np.all(np.isfinite(mean))):
+        raise ValueError("m and mean must be finite.")
+    top = np.max(np.abs(mean)) if mean.size else 0.0
+    if top == 0:
         raise ValueError("mean must be finite and non-zero: a centred prior has no mean signal.")
-    proj = m @ (mean / norm_mean)  # (n_records, n_heads)
+    unit = (mean / top) / np.linalg.norm(mean / top)  # no overflow of the squares near 1e308
+    # each head's alignments scaled by their largest entry (a positive number: the cosine is
+    # the same), so that their norms do not overflow either
+    peak = np.max(np.abs(m), axis=-1, keepdims=True)
+    scaled = m / np.where(peak > 0, peak, 1.0)
+    along = scaled @ unit
     with np.errstate(invalid="ignore", divide="ignore"):
-        cos = proj / np.linalg.norm(m, axis=-1)
+        cos = along / np.linalg.norm(scaled, axis=-1)
+    with np.errstate(over="ignore"):  # a projection past the float maximum passes any bound
+        proj = along * np.where(peak > 0, peak, 1.0)[..., 0]
     ok = np.all((cos >= cosine) & (proj >= min_alignment), axis=1)
     hit = np.flatnonzero(ok)
     return float(t[hit[0]]) if hit.size else float("inf")
+
+
+def _counts(values, name):
+    """Whole numbers (integer arrays, or floats without a fraction) as float64."""
+    arr = np.asarray(values)
+    if arr.dtype == bool or not (
+        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+    ):
+        raise TypeError(f"{name} must be whole numbers (counts), got dtype {arr.dtype}.")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)):
+        raise ValueError(f"{name} must be whole numbers (counts), got {values!r}.")
+    return arr
 
 
 def wilson_interval(successes, trials, confidence=0.95):
@@ -112,16 +141,20 @@ def wilson_interval(successes, trials, confidence=0.95):
     >>> [round(x, 3) for x in wilson_interval(100, 100)]
     [0.963, 1.0]
     """
-    k = np.asarray(successes, dtype=np.float64)
-    n = np.asarray(trials, dtype=np.float64)
+    k = _counts(successes, "successes")
+    n = _counts(trials, "trials")
     if np.any(n < 1) or np.any(k < 0) or np.any(k > n):
         raise ValueError("need 0 <= successes <= trials and trials >= 1.")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
+    if (
+        isinstance(confidence, (bool, np.bool_))
+        or not isinstance(confidence, numbers.Real)
+        or not 0 < confidence < 1
+    ):
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}.")
     z = _normal.ppf(0.5 + confidence / 2)
     p = k / n
     centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
-    half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / (1 + z**2 / n)
+    half = z * np.sqrt(p * (1 - p) / n + (z / (2 * n)) ** 2) / (1 + z**2 / n)  # n up to 1e308
     low, high = np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
     return (float(low), float(high)) if np.ndim(low) == 0 else (low, high)
 
@@ -314,14 +347,42 @@ def run_flow_specialization_test(
     >>> res.tau.shape
     (1, 2, 3)
     """
-    variances = np.asarray(variances, dtype=np.float64)
+    variances = _real_array(variances, "variances")
     if variances.ndim != 1 or variances.size < 2 or np.any(variances < 0):
         raise ValueError("variances must be a 1-D array of at least two non-negative numbers.")
     if not isinstance(n_init, numbers.Integral) or n_init < 1:
         raise ValueError(f"n_init must be a positive integer, got {n_init!r}.")
-    learning_rates = tuple(float(x) for x in learning_rates)
+    for name, v in (("tau_max", tau_max), ("record_every", record_every), ("step", step)):
+        if (
+            isinstance(v, (bool, np.bool_))
+            or not isinstance(v, numbers.Real)
+            or not (np.isfinite(v) and v > 0)
+        ):
+            raise ValueError(f"{name} must be a finite positive number, got {v!r}.")
+    if isinstance(learning_rates, (str, bytes)) or not np.iterable(learning_rates):
+        raise TypeError(f"learning_rates must be a sequence of numbers, got {learning_rates!r}.")
+    learning_rates = tuple(learning_rates)
     if not learning_rates:
         raise ValueError("learning_rates must not be empty.")
+    for lr in learning_rates:
+        if (
+            isinstance(lr, (bool, np.bool_))
+            or not isinstance(lr, numbers.Real)
+            or not (np.isfinite(lr) and lr > 0)
+        ):
+            raise ValueError(
+                f"learning_rates must hold finite positive numbers (tau = learning_rate * t), "
+                f"got {lr!r}."
+            )
+    learning_rates = tuple(float(x) for x in learning_rates)
+    # the records of every run (order parameters and risk), before any is integrated
+    n_records = math.ceil(tau_max / record_every) + 1
+    H = n_heads if isinstance(n_heads, numbers.Integral) else 1
+    per_record = 4 * H * H + 2 * H * (variances.size + 1) + H + 2
+    check_memory(
+        8 * n_records * per_record * int(n_init),
+        f"the records of tau_max={tau_max:g} every {record_every:g} ({n_records:.3g} records)",
+    )
     predicted = np.argsort(-variances, kind="stable")
     task = SingleLocationTask(
         GaussianPrior(variances), n_tokens=n_tokens, dim=dim, noise=noise, random_state=0

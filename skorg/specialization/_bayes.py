@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 from scipy.special import softmax
 
-from ._task import SingleLocationTask, _as_rng
+from ._task import SingleLocationTask, _as_rng, _real_array
 
 __all__ = ["bayes_risk", "posterior_position_weights"]
 
@@ -42,7 +42,7 @@ def posterior_position_weights(latent, prior):
     >>> w.round(4)
     array([[0.7311, 0.2689]])
     """
-    latent = np.asarray(latent, dtype=np.float64)
+    latent = _real_array(latent, "latent")
     if latent.ndim != 3:
         raise ValueError(f"latent must have shape (n_samples, n_tokens, F), got {latent.shape}.")
     if latent.shape[2] != prior.n_directions:

@@ -5,6 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._task import _real_array
+
 __all__ = ["SpecializationEvents", "order_outcome", "specialization_events"]
 
 
@@ -65,8 +67,8 @@ def specialization_events(t, m, *, threshold=1.0, drop=0.1):
     >>> ev.times, ev.signs, ev.max_drop.round(2)
     (array([1., 2.]), array([ 1, -1]), array([0.2, 0. ]))
     """
-    t = np.asarray(t, dtype=np.float64)
-    m = np.asarray(m, dtype=np.float64)
+    t = _real_array(t, "t")
+    m = _real_array(m, "m")
     if t.ndim != 1 or t.size == 0:
         raise ValueError(f"t must be a non-empty 1-D array, got shape {t.shape}.")
     if m.ndim != 3 or m.shape[0] != t.shape[0]:
@@ -78,7 +80,11 @@ def specialization_events(t, m, *, threshold=1.0, drop=0.1):
     for name, val in (("threshold", threshold), ("drop", drop)):
         if not (isinstance(val, numbers.Real) and np.isfinite(val) and val > 0):
             raise ValueError(f"{name} must be a finite positive number, got {val!r}.")
-    norms = np.linalg.norm(m, axis=1)  # (n_records, F)
+    # (n_records, F), through the largest entry so that alignments near 1e308 do not overflow
+    peak = np.max(np.abs(m), axis=1, keepdims=True)
+    peak = np.where(peak > 0, peak, 1.0)
+    with np.errstate(over="ignore"):  # a norm past the float maximum is past any threshold
+        norms = np.linalg.norm(m / peak, axis=1) * peak[:, 0]
     n_dir = m.shape[2]
     times = np.full(n_dir, np.inf)
     heads = np.full(n_dir, -1, dtype=np.int64)
@@ -124,7 +130,7 @@ def order_outcome(times, order):
     >>> order_outcome([1.0, float("inf"), float("inf")], [0, 1, 2])
     0
     """
-    times = np.asarray(times, dtype=np.float64)
+    times = _real_array(times, "times")
     if times.ndim != 1 or np.any(np.isnan(times)):
         raise ValueError("times must be a 1-D array of capture times (inf if never), no NaN.")
     order = np.asarray(order)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ._events import order_outcome, specialization_events
 from ._model import AttentionRegressor
-from ._task import GaussianPrior, SingleLocationTask, _as_rng
+from ._task import GaussianPrior, SingleLocationTask, _as_rng, _real_array
 from ._train import train_online
 
 __all__ = ["SpecializationExperiment", "run_specialization_experiment"]
@@ -160,7 +160,7 @@ def run_specialization_experiment(
     >>> res.times.shape
     (1, 1, 2, 3)
     """
-    variances = np.asarray(variances, dtype=np.float64)
+    variances = _real_array(variances, "variances")
     if variances.ndim != 1 or variances.size < 2 or np.any(variances < 0):
         raise ValueError("variances must be a 1-D array of at least two non-negative numbers.")
     if not isinstance(n_seeds, int) or n_seeds < 1:

@@ -5,6 +5,7 @@ batch is asked for.
 """
 
 import numbers
+import threading
 
 import numpy as np
 from scipy.special import logsumexp
@@ -26,8 +27,21 @@ def _as_rng(random_state):
     return np.random.default_rng(random_state)
 
 
+def _real_array(value, name):
+    """``value`` as a float64 array; complex, non-numeric and ragged input refused by name."""
+    try:
+        arr = np.asarray(value)
+    except ValueError:  # a ragged nesting of lists
+        raise ValueError(f"{name} must be a rectangular array of numbers.") from None
+    if np.iscomplexobj(arr) or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}.")
+    return arr.astype(np.float64)
+
+
 def _finite_array(value, name, ndim):
-    arr = np.asarray(value, dtype=np.float64)
+    arr = _real_array(value, name)
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got an array of shape {arr.shape}.")
     if arr.size == 0:
@@ -260,14 +274,55 @@ class SingleLocationTask:
         self.n_tokens = int(n_tokens)
         self.dim = int(dim)
         self.noise = float(noise)
-        n_dir = prior.n_directions
-        if directions == "canonical":
-            frame = np.eye(self.dim, n_dir + 1)
+        self._directions = directions
+        self._frame = None
+        self._lock = threading.Lock()
+        # The frame (dim x (F + 1) numbers) is drawn when first used, so that the paths that
+        # need only the order parameters (the effective dynamics) take any dim. A generator
+        # shared with the caller is drawn from now, as the caller expects its state to move.
+        if isinstance(random_state, (np.random.Generator, np.random.RandomState)):
+            self._rng = _as_rng(random_state)
+            self._draw_frame()
         else:
-            gauss = _as_rng(random_state).standard_normal((self.dim, n_dir + 1))
-            frame, _ = np.linalg.qr(gauss)
-        self.key_directions = np.sqrt(self.dim) * frame[:, :n_dir].T.copy()
-        self.value_direction = np.sqrt(self.dim) * frame[:, n_dir].copy()
+            self._rng = None if directions == "canonical" else _as_rng(random_state)
+
+    def _draw_frame(self):
+        from .._validation import check_memory
+
+        with self._lock:
+            if self._frame is not None:
+                return self._frame
+            n_dir, D = self.prior.n_directions, self.dim
+            # the Gaussian draw, its QR factors and the two scaled copies, in float64
+            check_memory(5 * 8 * D * (n_dir + 1), f"the task's directions at dim={D}")
+            if self._directions == "canonical":
+                frame = np.eye(D, n_dir + 1)
+            else:
+                frame, _ = np.linalg.qr(self._rng.standard_normal((D, n_dir + 1)))
+            self._frame = (
+                np.sqrt(D) * frame[:, :n_dir].T.copy(),
+                np.sqrt(D) * frame[:, n_dir].copy(),
+            )
+            return self._frame
+
+    @property
+    def key_directions(self):
+        """``k*_f``, shape (F, dim): each of norm ``sqrt(dim)``, mutually orthogonal."""
+        return self._draw_frame()[0]
+
+    @property
+    def value_direction(self):
+        """``v*``, shape (dim,): of norm ``sqrt(dim)``, orthogonal to every ``k*_f``."""
+        return self._draw_frame()[1]
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     @property
     def n_directions(self):

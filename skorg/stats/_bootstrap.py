@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from .._validation import check_memory, memory_budget
+
 __all__ = ["BootstrapResult", "bootstrap_ci", "bootstrap_of_means"]
 
 _METHODS = ("percentile", "bca")
@@ -68,28 +70,91 @@ def _check_common(n_resamples, confidence_level, method):
         raise TypeError(f"n_resamples must be an integer, got {type(n_resamples).__name__}.")
     if n_resamples < 2:
         raise ValueError(f"n_resamples must be at least 2, got {n_resamples}.")
-    if not 0 < confidence_level < 1:
-        raise ValueError(f"confidence_level must lie in (0, 1), got {confidence_level}.")
-    if method not in _METHODS:
+    check_level(confidence_level)
+    if not isinstance(method, str) or method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}.")
 
 
-def _check_values(values, name="values"):
+def check_level(confidence_level, name="confidence_level"):
+    """A real number strictly between 0 and 1 (NaN, complex, strings and bools refused)."""
+    if isinstance(confidence_level, (bool, np.bool_)) or not isinstance(
+        confidence_level, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(
+            f"{name} must be a number in (0, 1), got {type(confidence_level).__name__}."
+        )
+    if not 0 < confidence_level < 1:
+        raise ValueError(f"{name} must lie in (0, 1), got {confidence_level}.")
+    return float(confidence_level)
+
+
+def real_array(values, name="values"):
+    """``values`` as a finite float64 array: complex, non-numeric, NaN and inf refused."""
     if hasattr(values, "detach") and hasattr(values, "numpy"):
         values = values.detach().cpu().numpy()
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.ndim == 0 or arr.shape[0] < 2:
-        raise ValueError(
-            f"{name} must hold at least 2 observations along axis 0, got shape {arr.shape}."
-        )
+    arr = np.asarray(values)
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be real, got complex values (dtype {arr.dtype}).")
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}.")
+    arr = np.asarray(arr, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values; expected finite numbers.")
     return arr
 
 
-def _resample_indices(n, n_resamples, random_state):
+def _check_values(values, name="values"):
+    arr = real_array(values, name)
+    if arr.ndim == 0 or arr.shape[0] < 2:
+        raise ValueError(
+            f"{name} must hold at least 2 observations along axis 0, got shape {arr.shape}."
+        )
+    return arr
+
+
+# Resamples are drawn in blocks of rows whose scratch stays below the smaller of the memory
+# budget and this (a few hundred MiB already run at memory speed).
+_BLOCK_BYTES = 1 << 28
+
+
+def row_blocks(n_rows, bytes_per_row, what):
+    """``(start, stop)`` blocks of ``n_rows`` resamples whose scratch (``bytes_per_row`` each)
+    fits the memory budget (:func:`skorg._validation.memory_budget`); MemoryError, with the
+    figure, when one row does not.
+
+    Every resample is drawn from one generator in order and reduced on its own, so that the
+    results do not depend on the blocks (equal bit for bit to one block of all rows).
+    """
+    check_memory(bytes_per_row, what)
+    step = max(1, min(memory_budget(), _BLOCK_BYTES) // max(int(bytes_per_row), 1))
+    for start in range(0, n_rows, step):
+        yield start, min(start + step, n_rows)
+
+
+def _resample_blocks(n, n_resamples, random_state, bytes_per_row):
+    """Index rows ``(block, n)`` of the resamples, block by block (one generator);
+    ``bytes_per_row``: the scratch of one resample, its indices included."""
     rng = np.random.default_rng(random_state)
-    return rng.integers(0, n, size=(n_resamples, n))
+    for start, stop in row_blocks(n_resamples, bytes_per_row, "a block of bootstrap resamples"):
+        yield start, stop, rng.integers(0, n, size=(stop - start, n))
+
+
+def _resampled_sums(Z, n_resamples, random_state):
+    """Column sums of ``Z[idx]`` for every resample ``idx``: shape (n_resamples, n_cols).
+
+    Each sum is a pairwise sum over one contiguous row of gathered values, so a resample's
+    sums depend on nothing but its indices (not on the block it falls in).
+    """
+    n, n_cols = Z.shape
+    columns = np.ascontiguousarray(Z.T)
+    out = np.empty((n_resamples, n_cols))
+    # per resample: its indices and one column of gathered values
+    for start, stop, idx in _resample_blocks(n, n_resamples, random_state, 16 * n):
+        for c in range(n_cols):
+            out[start:stop, c] = np.add.reduce(columns[c][idx], axis=1)
+    return out
 
 
 def _interval(theta, boot, jack, confidence_level, method):
@@ -121,6 +186,9 @@ def _bca_levels(theta, boot, jack, quantiles):
     if not 0 < share < 1:
         return quantiles
     z0 = ndtri(share)
+    top = np.max(np.abs(jack))
+    if top > 0:  # by a power of two (exact): the mean of values near the float maximum
+        jack = jack / np.ldexp(1.0, np.frexp(top)[1] - 1)
     d = jack.mean() - jack
     peak = np.max(np.abs(d))
     d = d / peak if peak > 0 else d  # the acceleration has no units; avoid under/overflow
@@ -194,26 +262,47 @@ def bootstrap_ci(
     if not callable(statistic):
         raise TypeError(f"statistic must be callable or None, got {type(statistic).__name__}.")
     n = arr.shape[0]
-    theta = np.asarray(statistic(arr), dtype=np.float64)
-    idx = _resample_indices(n, n_resamples, random_state)
-    boot = np.stack([np.asarray(statistic(arr[i]), dtype=np.float64) for i in idx])
-    if boot.shape[1:] != theta.shape:
+    theta = _statistic_value(statistic, arr)
+    boot = [
+        _statistic_value(statistic, arr[i])
+        # per resample: its indices and the resampled rows
+        for _, _, block in _resample_blocks(n, n_resamples, random_state, 8 * n + arr.nbytes)
+        for i in block
+    ]
+    if any(b.shape != theta.shape for b in boot):
         raise ValueError("statistic must return the same shape for every sample.")
+    boot = np.stack(boot)
     jack = None
-    if method == "bca":
-        keep = ~np.eye(n, dtype=bool)
-        jack = np.stack([np.asarray(statistic(arr[k]), dtype=np.float64) for k in keep])
+    if method == "bca":  # leave-one-out samples one at a time (never an n x n mask)
+        jack = np.stack([_statistic_value(statistic, np.delete(arr, k, axis=0)) for k in range(n)])
     return _result(theta, boot, jack, confidence_level, method)
+
+
+def _statistic_value(statistic, sample):
+    value = np.asarray(statistic(sample))
+    if np.iscomplexobj(value):
+        raise TypeError("statistic must return real numbers, got complex values.")
+    return np.asarray(value, dtype=np.float64)
 
 
 def _result(theta, boot, jack, confidence_level, method):
     if not np.all(np.isfinite(boot)):
         raise ValueError("the statistic is not finite on some resamples.")
     low, high = _interval(theta, boot, jack, confidence_level, method)
-    se = boot.std(axis=0, ddof=1)
+    se = _standard_error(boot)
     if theta.ndim == 0:
         theta, low, high, se = float(theta), float(low), float(high), float(se)
     return BootstrapResult(theta, low, high, se, confidence_level, method, boot.shape[0], boot)
+
+
+def _standard_error(boot):
+    """``boot.std(axis=0, ddof=1)`` without overflow near the float maximum: every column is
+    scaled by the power of two that brings its peak to [0.5, 1) (exact, so that the result is
+    the same bits wherever the plain formula does not overflow or underflow)."""
+    peak = np.max(np.abs(boot), axis=0) if boot.shape[0] else np.zeros(boot.shape[1:])
+    exponent = np.frexp(np.where(peak > 0, peak, 1.0))[1]
+    s = np.ldexp(1.0, np.clip(-exponent, -1020, 1020))
+    return (boot * s).std(axis=0, ddof=1) / s
 
 
 def bootstrap_of_means(
@@ -229,7 +318,8 @@ def bootstrap_of_means(
 
     Many statistics of an analysis over inputs are smooth functions of per-input means (the
     mean pruning curve, its area, a ratio of two means): resampling the inputs only changes
-    how often each row is counted, so the resampled means are one matrix product.
+    how often each row is counted, so only the means of the resampled rows are needed (drawn
+    in blocks within the memory budget, the same for any block size).
 
     Parameters
     ----------
@@ -255,25 +345,27 @@ def bootstrap_of_means(
     4.5
     """
     _check_common(n_resamples, confidence_level, method)
+    if function is not None and not callable(function):
+        raise TypeError(f"function must be callable or None, got {type(function).__name__}.")
     arr = _check_values(values)
     vector = arr.ndim == 1
     X = arr.reshape(arr.shape[0], -1)
     n = X.shape[0]
     fn = function if function is not None else (lambda m: m)
     # Centre before summing so that data of any scale (1e-150 or 1e150) gives the same
-    # relative interval; the counts matrix turns every resample into one row of a product.
+    # relative interval.
     scale = np.max(np.abs(X), axis=0)
     scale = np.where(scale > 0, scale, 1.0)
     Z = X / scale
     shift = Z.mean(axis=0)
-    idx = _resample_indices(n, n_resamples, random_state)
-    flat = (np.arange(n_resamples)[:, None] * n + idx).ravel()
-    counts = np.bincount(flat, minlength=n_resamples * n).reshape(n_resamples, n).astype(float)
-    means = ((counts @ (Z - shift)) / n + shift) * scale
+    # drawn in blocks within the memory budget; every resample's sums on their own
+    means = (_resampled_sums(Z - shift, n_resamples, random_state) / n + shift) * scale
     # a mean lies within the range of its data: remove the rounding of the shift (a share of
     # zeros would otherwise come back as -0.0 or -1e-17)
     means = np.clip(means, X.min(axis=0), X.max(axis=0))
-    full = X.mean(axis=0, keepdims=True)
+    # X.mean itself, bit for bit, but through a power of two: finite near the float maximum
+    p2 = np.ldexp(1.0, np.frexp(scale)[1] - 1)  # in (scale / 2, scale]
+    full = (X / p2).mean(axis=0, keepdims=True) * p2
     jack = None
     if method == "bca":
         jack = ((Z.sum(axis=0) - Z) / (n - 1)) * scale

@@ -6,7 +6,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._bootstrap import BootstrapResult, _check_values, bootstrap_of_means
+from ._bootstrap import (
+    BootstrapResult,
+    _check_common,
+    _check_values,
+    bootstrap_of_means,
+    real_array,
+    row_blocks,
+)
 
 __all__ = [
     "PairedComparison",
@@ -34,9 +41,12 @@ def permutation_p_value(observed, null, *, alternative="two-sided"):
     >>> permutation_p_value(3.0, [0.5, -1.0, 4.0, 2.0], alternative="greater")
     0.4
     """
-    if alternative not in _ALTERNATIVES:
-        raise ValueError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}.")
-    null = np.asarray(null, dtype=np.float64).reshape(-1)
+    _check_alternative(alternative)
+    observed = real_array(observed, "observed")
+    if observed.ndim != 0:
+        raise ValueError(f"observed must be one number, got shape {observed.shape}.")
+    observed = float(observed)
+    null = real_array(null, "null").reshape(-1)
     if null.size == 0:
         raise ValueError("null holds no draws.")
     # a relative tolerance, so that draws equal to the observed value up to rounding count
@@ -48,6 +58,20 @@ def permutation_p_value(observed, null, *, alternative="two-sided"):
     else:
         hits = np.sum(np.abs(null) >= abs(observed) - tol)
     return float((1 + hits) / (1 + null.size))
+
+
+def _mean(x):
+    """``x.mean()``, the same bits, through a power of two: finite for values near 1e308."""
+    top = float(np.max(np.abs(x)))
+    if not 0 < top < np.inf:
+        return float(x.mean())
+    p2 = np.ldexp(1.0, np.frexp(top)[1] - 1)
+    return float((x / p2).mean() * p2)
+
+
+def _check_alternative(alternative):
+    if not isinstance(alternative, str) or alternative not in _ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}.")
 
 
 def _check_resamples(n_resamples):
@@ -65,8 +89,12 @@ def _sign_flip_null(d, n_resamples, random_state):
         signs = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
         return (signs @ d) / n, True
     rng = np.random.default_rng(random_state)
-    signs = rng.integers(0, 2, size=(n_resamples, n)) * 2 - 1
-    return (signs @ d) / n, False
+    null = np.empty(n_resamples)
+    # in blocks within the memory budget; each draw's sum on its own row (block-independent)
+    for start, stop in row_blocks(n_resamples, 24 * n, "a block of sign flips"):
+        signs = rng.integers(0, 2, size=(stop - start, n)) * 2 - 1
+        null[start:stop] = np.add.reduce(signs * d, axis=1)
+    return null / n, False
 
 
 def permutation_test_paired(
@@ -103,6 +131,7 @@ def permutation_test_paired(
     (2.0, 0.125)
     """
     _check_resamples(n_resamples)
+    _check_alternative(alternative)
     d = _paired_differences(a, b)
     scale = np.max(np.abs(d))
     z = d / scale if scale > 0 else d  # units do not matter
@@ -112,12 +141,10 @@ def permutation_test_paired(
         p = _exact_p(observed, null, alternative)
     else:
         p = permutation_p_value(observed, null, alternative=alternative)
-    return float(d.mean()), p
+    return _mean(d), p
 
 
 def _exact_p(observed, null, alternative):
-    if alternative not in _ALTERNATIVES:
-        raise ValueError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}.")
     tol = 1e-12 * max(abs(observed), float(np.max(np.abs(null))), 1e-300)
     if alternative == "greater":
         return float(np.mean(null >= observed - tol))
@@ -167,19 +194,23 @@ def permutation_test_two_sample(a, b, *, n_resamples=9999, alternative="two-side
     (4.0, True)
     """
     _check_resamples(n_resamples)
+    _check_alternative(alternative)
     a = _check_values(a, "a").reshape(-1)
     b = _check_values(b, "b").reshape(-1)
     pooled = np.concatenate([a, b])
     scale = np.max(np.abs(pooled))
     z = pooled / scale if scale > 0 else pooled
-    na = a.size
+    na, n_all = a.size, pooled.size
     observed = float(z[:na].mean() - z[na:].mean())
     rng = np.random.default_rng(random_state)
-    perm = rng.permuted(np.broadcast_to(np.arange(pooled.size), (n_resamples, pooled.size)), axis=1)
-    shuffled = z[perm]
-    null = shuffled[:, :na].mean(axis=1) - shuffled[:, na:].mean(axis=1)
+    null = np.empty(n_resamples)
+    # in blocks within the memory budget; each shuffle reduced on its own row
+    for start, stop in row_blocks(n_resamples, 24 * n_all, "a block of label shuffles"):
+        labels = np.broadcast_to(np.arange(n_all), (stop - start, n_all))
+        shuffled = z[rng.permuted(labels, axis=1)]
+        null[start:stop] = shuffled[:, :na].mean(axis=1) - shuffled[:, na:].mean(axis=1)
     p = permutation_p_value(observed, null, alternative=alternative)
-    return float(a.mean() - b.mean()), p
+    return _mean(a) - _mean(b), p
 
 
 @dataclass(frozen=True)
@@ -276,9 +307,23 @@ def paired_comparison(
 
 
 def effect_size(d):
-    """Cohen's d_z of paired differences: ``mean(d) / std(d, ddof=1)``."""
-    d = np.asarray(d, dtype=np.float64)
-    scale = np.max(np.abs(d)) if d.size else 0.0
+    """Cohen's d_z of paired differences: ``mean(d) / std(d, ddof=1)``.
+
+    0 when every difference is 0, infinite in sign when they are all equal and non-zero.
+
+    Examples
+    --------
+    >>> from skorg.stats import effect_size
+    >>> round(effect_size([1.0, 2.0, 3.0]), 12)  # mean 2, standard deviation 1
+    2.0
+    """
+    d = real_array(d, "d").reshape(-1)
+    if d.size < 2:
+        raise ValueError(
+            f"d holds {d.size} difference(s); effect_size needs at least two (a standard "
+            "deviation)."
+        )
+    scale = np.max(np.abs(d))
     if scale == 0:
         return 0.0
     z = d / scale
@@ -320,12 +365,13 @@ def compare_samples(a, b, *, paired=None, n_resamples=2000, confidence_level=0.9
     >>> out["difference"], out["paired"], out["effect_size"]
     (-1.0, True, -inf)
     """
-    a = np.asarray(a, dtype=np.float64).reshape(-1)
-    b = np.asarray(b, dtype=np.float64).reshape(-1)
+    _check_common(n_resamples, confidence_level, "bca")
+    a = real_array(a, "a").reshape(-1)
+    b = real_array(b, "b").reshape(-1)
     if a.size == 0 or b.size == 0:
-        raise ValueError("both samples need at least one value.")
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        raise ValueError("a and b must be finite.")
+        raise ValueError("both samples (a and b) need at least one value.")
+    if paired is not None and not isinstance(paired, (bool, np.bool_)):
+        raise TypeError(f"paired must be True, False or None, got {paired!r}.")
     paired = (a.size == b.size) if paired is None else bool(paired)
     if paired and a.size != b.size:
         raise ValueError(
@@ -333,7 +379,7 @@ def compare_samples(a, b, *, paired=None, n_resamples=2000, confidence_level=0.9
         )
     n = min(a.size, b.size)
     out = {
-        "difference": float(a.mean() - b.mean()),
+        "difference": _mean(a) - _mean(b),
         "fraction_a_lower": float(np.mean(a[:n] < b[:n])),
         "paired": paired,
         "interval_a": None,
@@ -382,10 +428,14 @@ def compare_samples(a, b, *, paired=None, n_resamples=2000, confidence_level=0.9
         out["p_value"] = permutation_test_two_sample(
             a, b, n_resamples=n_perm, random_state=random_state
         )[1]
+        # Cohen's d in units of the largest magnitude: the same for data of any scale
+        scale = max(np.max(np.abs(a)), np.max(np.abs(b)))
+        za, zb = (a / scale, b / scale) if scale > 0 else (a, b)
         pooled = np.sqrt(
-            ((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2)
+            ((za.size - 1) * za.var(ddof=1) + (zb.size - 1) * zb.var(ddof=1))
+            / (za.size + zb.size - 2)
         )
-        diff = out["difference"]
+        diff = float(za.mean() - zb.mean())
         if pooled > 0:
             out["effect_size"] = float(diff / pooled)
         else:

@@ -7,6 +7,7 @@ from numbers import Real
 
 import numpy as np
 
+from .._validation import check_memory
 from ._nonlinearities import get_nonlinearity
 from ._paraproduct_averages import _Averager, _check_matrix, _resize
 from ._paraproduct_pass import _decompose
@@ -57,6 +58,7 @@ def corner_block_logits(M, n=4):
         raise TypeError(f"M must be a real number, got {M!r}.")
     if not np.isfinite(M):
         raise ValueError(f"M must be finite, got {M!r}.")
+    check_memory(8 * int(n) ** 2, f"corner_block_logits(n={n})")
     f = np.zeros((n, n))
     f[n // 2 :, n // 2 :] = M
     return f
@@ -78,8 +80,9 @@ def softmax_invariance_check(
         Logits, rows = queries.
     scales, row_tree, column_tree, resize
         As in :func:`paraproduct_decomposition`.
-    variants : sequence of str, optional
-        Subset of the four variants (default: all, in the order above).
+    variants : str or sequence of str, optional
+        Subset of the four variants (default: all, in the order above); one name (a string)
+        is that variant alone.
 
     Returns
     -------
