@@ -79,5 +79,5 @@ def test_default_rows_report_the_given_stability_test_and_scores():
     assert again == rows
     other = ranking_stability(scores, fraction=0.25, n_resamples=2000)
     assert by["fraction", 0.25]["bottom_p_value"] == other["bottom_null"]["overlap_p_value"]
-    with pytest.raises(ValueError, match="default_scores must have shape"):
+    with pytest.raises(ValueError, match="default_scores must be finite, of shape"):
         sensitivity_sweep(maps, trees, ks=(16,), default_k=16, default_scores=scores[:2])
