@@ -202,7 +202,6 @@ LONG_REFUSED = {
     "swin": _swin("SwinConfig", "SwinModel", [2], [2]),
     "swin-2stages": _swin("SwinConfig", "SwinModel", [2, 2], [2, 4]),
     "swinv2": _swin("Swinv2Config", "Swinv2Model", [2], [2]),
-    "funnel": funnel,
     "levit": levit,
     "reformer": reformer,
     "longt5-local": longt5("local"),
