@@ -64,6 +64,7 @@ class _Recorder:
         self.torch_dtype, self.np_dtype = _DTYPES[dtype]
         self.want_logits = want_logits
         self.source = None
+        self.images = None  # inputs per batch of a windowed model (windows on the sample axis)
         self.start()
 
     def start(self):
@@ -165,15 +166,16 @@ class _Recorder:
         # one mask for all layers: a key counts as allowed if some kept layer allows it
         # (layer-specific masks such as sliding windows are the -inf logits, zero probs)
         valid = np.logical_or.reduce([p[2] for p in parts])
-        return probs, logits, valid, np.asarray(order), heads, sink
+        windows = None if self.images is None else probs.shape[0] // self.images
+        return probs, logits, valid, np.asarray(order), heads, sink, windows
 
 
 def _runs(order, got):
     """The layers in order, cut into runs of one (heads, queries, keys) size."""
     runs = []
     for layer in order:
-        size = got[layer][0].shape[1:]
-        if runs and got[runs[-1][-1]][0].shape[1:] == size:
+        size = got[layer][0].shape
+        if runs and got[runs[-1][-1]][0].shape == size:
             runs[-1].append(layer)
         else:
             runs.append([layer])
@@ -191,16 +193,20 @@ def _join(chunks, kind, labels, source, ragged):
     shapes = {c[0].shape[2:] for c in chunks}
     if len(shapes) > 1 or len({tuple(c[3]) for c in chunks}) > 1:
         raise ValueError(_LENGTHS_DIFFER.format(sorted(shapes)))
-    _, _, _, order, head_ids, _ = chunks[0]
+    _, _, _, order, head_ids, _, _ = chunks[0]
     probs = np.concatenate([c[0] for c in chunks])
     lg = None if chunks[0][1] is None else np.concatenate([c[1] for c in chunks])
     mask = np.concatenate([c[2] for c in chunks])
     sink = None if chunks[0][5] is None else np.concatenate([c[5] for c in chunks])
     if ragged and labels is not None and any(len(row) != probs.shape[-1] for row in labels):
         labels = None  # pooled or reduced keys: no longer one key per token
+    windows = chunks[0][6]
+    if len({c[6] for c in chunks}) > 1:
+        raise ValueError(_LENGTHS_DIFFER.format("(of different image sizes)"))
     return AttentionMaps(
-        probs, lg, mask, order, head_ids, labels, kind=kind, sink=sink, source=source
-    )
+        probs, lg, mask, order, head_ids, labels, kind=kind, sink=sink, source=source,
+        sample_axis="input" if windows is None else "window", windows_per_image=windows,
+    )  # fmt: skip
 
 
 def _unwrap(model):
@@ -291,7 +297,9 @@ def extract_attention(
         to the text's tokens, no layer or softmax call left out), and a family whose
         attention is not a full query x key map (banded, windowed, blocked, approximated,
         attention-free) is refused with the reason. Families whose layers differ in size
-        (Funnel, SegFormer) give a :class:`RaggedAttentionMaps`, one group per size. Plain modules
+        (Funnel, SegFormer) give a :class:`RaggedAttentionMaps`, one group per size; Swin
+        and Swinv2 give every block with the windows on the sample axis
+        (``maps.sample_axis == "window"``, ``maps.windows_per_image``). Plain modules
         are read through hooks on their ``nn.MultiheadAttention`` layers (also when these are
         called with ``need_weights=False``); TransformerLens models (``HookedTransformer`` and
         ``TransformerBridge``) through their ``hook_attn_scores`` and ``hook_pattern`` hooks;

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 
 import torch
 
+from . import _windowed
+
 _WINDOWED = (
     "windowed attention: every block attends inside local windows of the image (its softmax's "
     "sample axis holds windows, not images) and output_attentions holds only the last block of "
@@ -27,8 +29,6 @@ _STAGES = (
 
 # model_type -> reason (a string, or a function of the config returning a string or None)
 _REFUSED = {
-    "swin": _WINDOWED,
-    "swinv2": _WINDOWED,
     "donut-swin": _WINDOWED,
     "maskformer-swin": _WINDOWED,
     "swin2sr": _WINDOWED,
@@ -82,6 +82,8 @@ _RAGGED = {
 
 # families whose maps are read exactly but whose heads cannot be gated one by one
 _NOT_GATEABLE = {
+    "swin": _WINDOWED + "; its gate is not checked on the windowed blocks",
+    "swinv2": _WINDOWED + "; its gate is not checked on the windowed blocks",
     "diffllama": (
         "differential attention: the model combines softmax heads h and h + H/2 as "
         "P_h - lambda * P_(h + H/2) and normalizes the difference, so zeroing one softmax head "
@@ -232,7 +234,7 @@ def check_layout(model, kind, tensors, batch, *, seq2seq, heads, n_layers, what)
     n, lengths = input_layout(batch)
     shapes = [tuple(t.shape) for t in tensors]
     if len(set(shapes)) > 1:
-        if ragged(model) is None:
+        if ragged(model) is None and name not in _windowed.FAMILIES:
             raise ValueError(
                 f"{name}: its {kind} layers have attention maps of different sizes {shapes}: "
                 f"{_STAGES}; skorg refuses it."
@@ -241,7 +243,7 @@ def check_layout(model, kind, tensors, batch, *, seq2seq, heads, n_layers, what)
         _check_count(name, kind, tensors, n_layers)
         return
     b, h, q, k = shapes[0]
-    if n is not None and b != n:
+    if n is not None and b != n and not _windows(name, b, n):
         raise ValueError(
             f"{name}: the sample axis of its {kind} attention holds {b} entries for a batch of "
             f"{n} inputs (windows or patches folded into it); the maps are not per input, so "
@@ -279,7 +281,7 @@ def _check_stages(name, kind, shapes, n, heads, want):
     """Layers of different sizes: each one per input, the first on the input's tokens, the
     later ones on at most as many queries and keys (pooled or reduced, never more)."""
     for layer, (b, h, q, k) in enumerate(shapes):
-        if n is not None and b != n:
+        if n is not None and b != n and not _windows(name, b, n):
             raise ValueError(
                 f"{name}: the sample axis of its {kind} layer {layer} holds {b} entries for a "
                 f"batch of {n} inputs; the maps are not per input, so skorg refuses them."
@@ -295,6 +297,11 @@ def _check_stages(name, kind, shapes, n, heads, want):
                     f"{name}: its {kind} layer {layer} has {got} {axis} for an input of "
                     f"{limit} tokens; skorg refuses maps whose axes it cannot name."
                 )
+
+
+def _windows(name, b, n):
+    """A windowed family's sample axis: a whole number of windows per input."""
+    return name in _windowed.FAMILIES and b % n == 0
 
 
 def is_seq2seq(model):

@@ -13,7 +13,8 @@ class RaggedAttentionMaps:
     """Attention maps of layers of different sizes, one :class:`AttentionMaps` per group.
 
     Pooled, subsampled or spatially reduced stages (Funnel, SegFormer) give layers whose query
-    and key axes differ, so they cannot be stacked into one (layer, head, query, key) tensor.
+    and key axes differ, so they cannot be stacked into one (layer, head, query, key) tensor;
+    the stages of a windowed model (Swin) differ in windows per image and heads.
     Each group holds consecutive layers of one size, with the model's layer indices in its
     ``layers``; together the groups hold every layer once, in the model's order.
 
@@ -46,8 +47,8 @@ class RaggedAttentionMaps:
         groups = list(groups)
         if not groups or not all(isinstance(g, AttentionMaps) for g in groups):
             raise TypeError("groups must be a non-empty list of AttentionMaps.")
-        if len({g.n_samples for g in groups}) > 1 or len({g.kind for g in groups}) > 1:
-            raise ValueError("the groups must hold the same samples and the same kind.")
+        if len({_inputs(g) for g in groups}) > 1 or len({g.kind for g in groups}) > 1:
+            raise ValueError("the groups must hold the same inputs and the same kind.")
         layers = np.concatenate([g.layers for g in groups])
         if len(set(layers.tolist())) != layers.size:
             raise ValueError(f"the groups repeat layers: {layers.tolist()}.")
@@ -61,7 +62,8 @@ class RaggedAttentionMaps:
 
     @property
     def n_samples(self):
-        return self.groups[0].n_samples
+        """The number of inputs (windowed groups hold several windows per input)."""
+        return _inputs(self.groups[0])
 
     @property
     def layers(self):
@@ -90,8 +92,20 @@ class RaggedAttentionMaps:
         raise ValueError(f"layer {layer} is not in these maps (layers {self.layers.tolist()}).")
 
 
+def _inputs(group):
+    return group.n_samples // (group.windows_per_image or 1)
+
+
+def _per_input(group, score):
+    """A per-window score averaged over each input's windows: (n_inputs, n_heads)."""
+    value = np.asarray(score(group))
+    if group.windows_per_image is None:
+        return value
+    return value.reshape(_inputs(group), group.windows_per_image, -1).mean(axis=1)
+
+
 def per_group(maps, score):
-    """A per-head score of every group, joined along the head axis: (n_samples, n_total)."""
+    """A per-head score of every group, joined along the head axis: (n_inputs, n_total)."""
     if isinstance(maps, RaggedAttentionMaps):
-        return np.concatenate([np.asarray(score(g)) for g in maps.groups], axis=1)
-    return score(maps)
+        return np.concatenate([_per_input(g, score) for g in maps.groups], axis=1)
+    return _per_input(maps, score)

@@ -10,7 +10,6 @@ import torch
 
 from skorg.stats import top_set_overlap_test
 
-from ._maps import AttentionMaps
 from ._mask import attention_layout, gate_heads
 from ._network import _l1_entropy, network_tensor
 from ._ragged import per_group
@@ -49,7 +48,9 @@ def head_sparsity(
     of the selected coefficients (the user guide's "Reading the entropy"). Low values mean a
     sparse, well organized head. Maps whose layers differ in size
     (:class:`RaggedAttentionMaps`) are organized group by group, each on its own query and
-    key axes, and the scores of all heads are joined in the order of ``maps.head_index()``.
+    key axes, and the scores of all heads are joined in the order of ``maps.head_index()``;
+    windowed maps (``sample_axis == "window"``) are scored per window and averaged over each
+    input's windows.
 
     Parameters
     ----------
@@ -99,8 +100,10 @@ def _sparsity(maps, organize, *, trees, selection, k, normalize, entropy):
 
 def _row_reduce(maps, fn):
     """Per-row statistic averaged over the real (non-padding) tokens: (n_samples, n_heads)."""
-    if not isinstance(maps, AttentionMaps):
-        return per_group(maps, lambda group: _row_reduce(group, fn))
+    return per_group(maps, lambda group: _row_core(group, fn))
+
+
+def _row_core(maps, fn):
     p = np.asarray(maps.probs, dtype=np.float64)
     n, n_layers, n_heads = p.shape[:3]
     out = np.empty((n, n_layers * n_heads))

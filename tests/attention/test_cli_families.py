@@ -115,9 +115,9 @@ def test_attention_command_on_a_longformer_directory(tmp_path, capsys):
 
 
 def test_attention_command_on_a_swin_directory_exits_2_with_one_line(tmp_path, capsys):
-    from .families_long import LONG_REFUSED
+    from .families_long import LONG_WINDOWED
 
-    model, _, _ = LONG_REFUSED["swin"]()
+    model, _, _ = LONG_WINDOWED["swin"]()
     model_dir = tmp_path / "swin"
     model.save_pretrained(model_dir)
     text = tmp_path / "text.txt"

@@ -2,10 +2,11 @@
 
 Refused: attention that is not a full query x key map of the input (windowed, blocked,
 bucketed, approximated) and attention-free families (layers of different sizes, as Funnel's
-and SegFormer's, are read per group: test_ragged.py). The refusals come from the family
-table; with that table emptied, the layout self-check of the first batch (sample axis, heads,
-query and key lengths against the input, layers of one size, 4-D probabilities) still refuses
-every one of them, which is what protects the families not listed.
+and SegFormer's, are read per group: test_ragged.py; Swin's windows: test_windowed.py). The
+refusals come from the family table; with that table emptied, the layout self-check of the
+first batch (sample axis, heads, query and key lengths against the input, layers of one size,
+4-D probabilities) still refuses every one of them, which is what protects the families not
+listed.
 """
 
 import pytest
@@ -23,9 +24,6 @@ REFUSED = {**LONG_REFUSED, **MORE_REFUSED}
 _WHY = {
     "big-bird-sparse": r"^big_bird: the attentions the model returns .* not the output of any "
     r"softmax it calls .* banded, blocked or sparse",
-    "swin": r"^swin: windowed attention",
-    "swin-2stages": r"^swin: windowed attention",
-    "swinv2": r"^swinv2: windowed attention",
     "levit": r"^levit: layers of different sizes",
     "reformer": r"^reformer: LSH and chunked local attention",
     "longt5-local": r"^longt5: the encoder's local or transient-global attention",
@@ -48,9 +46,6 @@ _WHY = {
 
 # with the family table emptied: the layout check's own reason (None: same message as above)
 _LAYOUT = {
-    "swin": r"sample axis of its self attention holds 8 entries for a batch of 2",
-    "swin-2stages": r"self layers have attention maps of different sizes",
-    "swinv2": r"sample axis of its self attention holds 8 entries for a batch of 2",
     "levit": r"self layers have attention maps of different sizes",
     "reformer": r"output_attentions of self layer 0 is 5-D",
     "longt5-local": r"output_attentions of encoder layer 0 is 5-D",
