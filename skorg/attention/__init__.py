@@ -20,6 +20,7 @@ from ._maps import AttentionMaps
 from ._mask import attention_layout, gate_heads, mask_heads
 from ._network import compare_networks, network_entropy, network_tensor
 from ._prune import PruningResult, prune_curves
+from ._ragged import RaggedAttentionMaps
 from ._rank import (
     attention_entropy,
     head_confidence,
@@ -33,6 +34,7 @@ from ._sensitivity import sensitivity_sweep
 __all__ = [
     "AttentionMaps",
     "PruningResult",
+    "RaggedAttentionMaps",
     "attention_entropy",
     "attention_layout",
     "compare_networks",

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from ._maps import AttentionMaps
+from ._ragged import RaggedAttentionMaps
 
 __all__ = ["extract_attention"]
 
@@ -63,6 +64,7 @@ class _Recorder:
         self.torch_dtype, self.np_dtype = _DTYPES[dtype]
         self.want_logits = want_logits
         self.source = None
+        self.images = None  # inputs per batch of a windowed model (windows on the sample axis)
         self.start()
 
     def start(self):
@@ -146,21 +148,65 @@ class _Recorder:
                     f"requested layers {missing} did not run; the model has "
                     f"{self.counts[kind]} {kind}-attention layers."
                 )
-            parts = [got[v] for v in order]
-            probs = np.stack([p[0] for p in parts], axis=1)
-            with_logits = self.want_logits and all(p[1] is not None for p in parts)
-            logits = np.stack([p[1] for p in parts], axis=1) if with_logits else None
-            sink = None
-            if all(p[3] is not None for p in parts):
-                sink = np.stack([p[3] for p in parts], axis=1)
-            n_heads = probs.shape[2]
-            heads = np.arange(n_heads) if self.heads is None else self.heads.numpy()
-            # one mask for all layers: a key counts as allowed if some kept layer allows it
-            # (layer-specific masks such as sliding windows are the -inf logits, zero probs)
-            valid = np.logical_or.reduce([p[2] for p in parts])
-            result[kind] = (probs, logits, valid, np.asarray(order), heads, sink)
+            result[kind] = [self._stack(got, run) for run in _runs(order, got)]
         self.start()
         return result
+
+    def _stack(self, got, order):
+        """One group of equal-sized layers: probs, logits, valid, layer order, heads, sink."""
+        parts = [got[v] for v in order]
+        probs = np.stack([p[0] for p in parts], axis=1)
+        with_logits = self.want_logits and all(p[1] is not None for p in parts)
+        logits = np.stack([p[1] for p in parts], axis=1) if with_logits else None
+        sink = None
+        if all(p[3] is not None for p in parts):
+            sink = np.stack([p[3] for p in parts], axis=1)
+        n_heads = probs.shape[2]
+        heads = np.arange(n_heads) if self.heads is None else self.heads.numpy()
+        # one mask for all layers: a key counts as allowed if some kept layer allows it
+        # (layer-specific masks such as sliding windows are the -inf logits, zero probs)
+        valid = np.logical_or.reduce([p[2] for p in parts])
+        windows = None if self.images is None else probs.shape[0] // self.images
+        return probs, logits, valid, np.asarray(order), heads, sink, windows
+
+
+def _runs(order, got):
+    """The layers in order, cut into runs of one (heads, queries, keys) size."""
+    runs = []
+    for layer in order:
+        size = got[layer][0].shape
+        if runs and got[runs[-1][-1]][0].shape == size:
+            runs[-1].append(layer)
+        else:
+            runs.append([layer])
+    return runs
+
+
+_LENGTHS_DIFFER = (
+    "batches have different sequence lengths {}; pad every batch to the same length "
+    "(tokenizer(..., padding='max_length', max_length=...))."
+)
+
+
+def _join(chunks, kind, labels, source, ragged):
+    """One group's maps from its per-batch chunks."""
+    shapes = {c[0].shape[2:] for c in chunks}
+    if len(shapes) > 1 or len({tuple(c[3]) for c in chunks}) > 1:
+        raise ValueError(_LENGTHS_DIFFER.format(sorted(shapes)))
+    _, _, _, order, head_ids, _, _ = chunks[0]
+    probs = np.concatenate([c[0] for c in chunks])
+    lg = None if chunks[0][1] is None else np.concatenate([c[1] for c in chunks])
+    mask = np.concatenate([c[2] for c in chunks])
+    sink = None if chunks[0][5] is None else np.concatenate([c[5] for c in chunks])
+    if ragged and labels is not None and any(len(row) != probs.shape[-1] for row in labels):
+        labels = None  # pooled or reduced keys: no longer one key per token
+    windows = chunks[0][6]
+    if len({c[6] for c in chunks}) > 1:
+        raise ValueError(_LENGTHS_DIFFER.format("(of different image sizes)"))
+    return AttentionMaps(
+        probs, lg, mask, order, head_ids, labels, kind=kind, sink=sink, source=source,
+        sample_axis="input" if windows is None else "window", windows_per_image=windows,
+    )  # fmt: skip
 
 
 def _unwrap(model):
@@ -248,9 +294,12 @@ def extract_attention(
         On the first batch the model's own ``output_attentions`` are compared with what skorg
         reads, and a difference beyond 1e-5 raises an error naming the family; the layout is
         checked too (one sample per input, the config's heads, query and key lengths equal
-        to the text's tokens, layers of one size, no layer or softmax call left out), and a
-        family whose attention is not a full query x key map (banded, windowed, blocked,
-        pooled, approximated, attention-free) is refused with the reason. Plain modules
+        to the text's tokens, no layer or softmax call left out), and a family whose
+        attention is not a full query x key map (banded, windowed, blocked, approximated,
+        attention-free) is refused with the reason. Families whose layers differ in size
+        (Funnel, SegFormer) give a :class:`RaggedAttentionMaps`, one group per size; Swin
+        and Swinv2 give every block with the windows on the sample axis
+        (``maps.sample_axis == "window"``, ``maps.windows_per_image``). Plain modules
         are read through hooks on their ``nn.MultiheadAttention`` layers (also when these are
         called with ``need_weights=False``); TransformerLens models (``HookedTransformer`` and
         ``TransformerBridge``) through their ``hook_attn_scores`` and ``hook_pattern`` hooks;
@@ -279,9 +328,11 @@ def extract_attention(
 
     Returns
     -------
-    maps : AttentionMaps, or dict of str to AttentionMaps
-        One :class:`AttentionMaps`; for a model with several kinds of attention (encoder self-,
-        decoder self- and cross-attention) and ``kind=None``, a dict keyed by kind.
+    maps : AttentionMaps, RaggedAttentionMaps, or dict of str to them
+        One :class:`AttentionMaps` (a :class:`RaggedAttentionMaps` of groups of equal-sized
+        layers when the layers differ in size); for a model with several kinds of attention
+        (encoder self-, decoder self- and cross-attention) and ``kind=None``, a dict keyed by
+        kind.
 
     Notes
     -----
@@ -336,25 +387,16 @@ def extract_attention(
         raise RuntimeError("batches ran different kinds of attention; pass one model input type.")
     result = {}
     for k in kinds:
-        chunks = [p[k] for p in parts]
-        shapes = {c[0].shape[3:] for c in chunks}
-        if len(shapes) > 1:
-            raise ValueError(
-                f"batches have different sequence lengths {sorted(shapes)}; pad every batch to "
-                "the same length (tokenizer(..., padding='max_length', max_length=...))."
-            )
-        _, _, _, order, head_ids, _ = chunks[0]
-        probs = np.concatenate([c[0] for c in chunks])
-        lg = None if chunks[0][1] is None else np.concatenate([c[1] for c in chunks])
-        mask = np.concatenate([c[2] for c in chunks])
-        sink = None if chunks[0][5] is None else np.concatenate([c[5] for c in chunks])
         labels = None
         if all(t is not None for t in tokens[k]):
             labels = [row for t in tokens[k] for row in t]
-        result[k] = AttentionMaps(
-            probs, lg, mask, order, head_ids, labels, kind=k, sink=sink,
-            source=recorder.source or backend.SOURCE,
-        )  # fmt: skip
+        source = recorder.source or backend.SOURCE
+        runs = [[p[k][g] for p in parts] for g in range(len(parts[0][k]))]
+        if any(len(p[k]) != len(runs) for p in parts):
+            raise ValueError(_LENGTHS_DIFFER.format("(their layers group differently)"))
+        ragged = len(runs) > 1
+        groups = [_join(chunks, k, labels, source, ragged) for chunks in runs]
+        result[k] = groups[0] if len(groups) == 1 else RaggedAttentionMaps(groups)
     if kind is not None:
         if kind not in result:
             raise ValueError(f"the model has no {kind!r} attention; it has {kinds}.")

@@ -18,7 +18,7 @@ import weakref
 
 import torch
 
-from . import _banded, _layout
+from . import _banded, _layout, _windowed
 from ._softmax import Session, current_call, name_kind
 
 TOLERANCE = 1e-5
@@ -99,6 +99,8 @@ class _Capture(Session):
         self.probe = []
         self.position = 0
         self.banded = _banded.Banded(model) if family(model) in _banded.FAMILIES else None
+        windowed = family(model) in _windowed.FAMILIES
+        self.windowed = _windowed.Windowed(model) if windowed else None
 
     def start_forward(self):
         self.position = 0
@@ -107,6 +109,8 @@ class _Capture(Session):
         output = probs
         if self.banded is not None and self.banded.applies(module):
             logits, probs = self.banded.expand_call(logits, probs)
+        if self.windowed is not None and self.windowed.applies(module):
+            logits, probs = self.windowed.expand_call(module, logits, probs)
         if self.plan is None:
             self.probe.append((module, logits.detach(), probs.detach(), current_call()))
             return output
@@ -171,10 +175,31 @@ class _Capture(Session):
                 used.add(hit[0])
                 matched[hit[0]] = (kind, layer, hit[1], hit[2])
                 start = hit[0] + 1
+        if self.windowed is not None:
+            return self._window_plan(matched), None, scores
         self._check_unmatched(matched)
         self.modules = {self.probe[i][0] for i in matched}
         self.plan = [matched.get(i) for i, c in enumerate(self.probe) if c[0] in self.modules]
         return self.plan, None, scores
+
+    def _window_plan(self, matched):
+        """Every block of a windowed model, the returned ones being the last of each stage."""
+        calls = [i for i, c in enumerate(self.probe) if c[0] in self.windowed.modules]
+        got = [calls.index(i) if i in calls else -1 for i in sorted(matched)]
+        lasts, total = [], 0
+        for depth in _windowed.depths(self.model):
+            total += depth
+            lasts.append(total - 1)
+        if got != lasts or len(calls) != total:
+            raise ValueError(
+                f"{family(self.model)}: its output_attentions match blocks {got} of "
+                f"{len(calls)} softmax calls, not the last block of each stage {lasts} of "
+                f"{total}; skorg cannot name its blocks."
+            )
+        kind = matched[min(matched)][0]
+        self.modules = set(self.windowed.modules)
+        self.plan = [(kind, layer, False, None) for layer in range(total)]
+        return self.plan
 
     def _check_unmatched(self, matched):
         """Refuse softmax calls that no returned attention accounts for.
@@ -294,11 +319,14 @@ class Backend:
         with eager(self.model):
             with _Capture(self.model, self.recorder) as capture:
                 self.capture = capture
-                yield self
+                with capture.windowed or contextlib.nullcontext():
+                    yield self
 
     def run(self, batch):
         if self.capture.banded is not None:
             self.capture.banded.prepare(batch)
+        if self.capture.windowed is not None:
+            self.recorder.images = _layout.input_layout(batch)[0]
         if self.mode is None:
             return self._probe(batch)
         if self.mode == "outputs":
@@ -379,6 +407,8 @@ class Backend:
         self.recorder.source += _layout.note(self.model)
         if capture.banded is not None:
             self.recorder.source += _banded.SOURCE
+        if capture.windowed is not None:
+            self.recorder.source += _windowed.SOURCE
         return outputs
 
     def _check(self, batch, groups, what):

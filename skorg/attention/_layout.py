@@ -15,6 +15,8 @@ from collections.abc import Mapping
 
 import torch
 
+from . import _windowed
+
 _WINDOWED = (
     "windowed attention: every block attends inside local windows of the image (its softmax's "
     "sample axis holds windows, not images) and output_attentions holds only the last block of "
@@ -27,8 +29,6 @@ _STAGES = (
 
 # model_type -> reason (a string, or a function of the config returning a string or None)
 _REFUSED = {
-    "swin": _WINDOWED,
-    "swinv2": _WINDOWED,
     "donut-swin": _WINDOWED,
     "maskformer-swin": _WINDOWED,
     "swin2sr": _WINDOWED,
@@ -45,9 +45,7 @@ _REFUSED = {
         "one for the global tokens and one (5-D) over blocks, neither a query x key map of "
         "the input"
     ),
-    "funnel": _STAGES + "; its keys and queries are pooled between blocks",
     "levit": _STAGES + "; its queries are subsampled between stages",
-    "segformer": _STAGES + "; its keys are spatially reduced",
     "prophetnet": (
         "n-gram prediction: the decoder's self- and cross-attention stack the main stream and "
         "the predict streams on the query axis, and its encoder's output_attentions hold the "
@@ -75,8 +73,17 @@ _REFUSED = {
     ),
 }
 
+# families whose layers differ in size, returned as one group of maps per run of equal-sized
+# layers (RaggedAttentionMaps); the reason is said in its source
+_RAGGED = {
+    "funnel": "its queries (and then its keys) are pooled between blocks",
+    "segformer": "its stages reduce the image and its keys are spatially reduced",
+}
+
 # families whose maps are read exactly but whose heads cannot be gated one by one
 _NOT_GATEABLE = {
+    "swin": _WINDOWED + "; its gate is not checked on the windowed blocks",
+    "swinv2": _WINDOWED + "; its gate is not checked on the windowed blocks",
     "diffllama": (
         "differential attention: the model combines softmax heads h and h + H/2 as "
         "P_h - lambda * P_(h + H/2) and normalizes the difference, so zeroing one softmax head "
@@ -112,6 +119,11 @@ def refusal(model, *, masking=False):
     reason = _REFUSED.get(family(model))
     if callable(reason):
         reason = reason(model.config)
+    if masking and reason is None and ragged(model) is not None:
+        reason = (
+            f"layers of different sizes ({ragged(model)}): a gate on its pooled layers is not "
+            "checked to remove exactly one head's contribution"
+        )
     if masking and reason is None:
         reason = _NOT_GATEABLE.get(family(model))
         if callable(reason):
@@ -129,9 +141,19 @@ def refusal(model, *, masking=False):
     )
 
 
+def ragged(model):
+    """Why this family's layers differ in size (they are then returned per group), or None."""
+    return _RAGGED.get(family(model))
+
+
 def note(model):
     """What the source of a family's maps should add: how they relate to what the model uses."""
     text = _NOTES.get(family(model), "")
+    if ragged(model) is not None:
+        text += (
+            f"; layers of different sizes ({ragged(model)}): one AttentionMaps per group of "
+            "equal-sized layers, each with the model's layer indices"
+        )
     config = getattr(model, "config", None)
     layers = attention_layer_types(config)
     total = getattr(config, "num_hidden_layers", None)
@@ -212,12 +234,16 @@ def check_layout(model, kind, tensors, batch, *, seq2seq, heads, n_layers, what)
     n, lengths = input_layout(batch)
     shapes = [tuple(t.shape) for t in tensors]
     if len(set(shapes)) > 1:
-        raise ValueError(
-            f"{name}: its {kind} layers have attention maps of different sizes {shapes}: "
-            f"{_STAGES}; skorg refuses it."
-        )
+        if ragged(model) is None and name not in _windowed.FAMILIES:
+            raise ValueError(
+                f"{name}: its {kind} layers have attention maps of different sizes {shapes}: "
+                f"{_STAGES}; skorg refuses it."
+            )
+        _check_stages(name, kind, shapes, n, heads, expected_axes(kind, lengths, seq2seq))
+        _check_count(name, kind, tensors, n_layers)
+        return
     b, h, q, k = shapes[0]
-    if n is not None and b != n:
+    if n is not None and b != n and not _windows(name, b, n):
         raise ValueError(
             f"{name}: the sample axis of its {kind} attention holds {b} entries for a batch of "
             f"{n} inputs (windows or patches folded into it); the maps are not per input, so "
@@ -240,11 +266,42 @@ def check_layout(model, kind, tensors, batch, *, seq2seq, heads, n_layers, what)
             f"{name}: its {kind} attention is {q} queries x {k} keys, not square; skorg "
             "refuses self-attention maps whose query and key axes differ."
         )
+    _check_count(name, kind, tensors, n_layers)
+
+
+def _check_count(name, kind, tensors, n_layers):
     if n_layers is not None and len(tensors) != n_layers:
         raise ValueError(
             f"{name}: it returns {kind} attention for {len(tensors)} layers but has {n_layers} "
             "attention layers; skorg refuses maps with layers missing."
         )
+
+
+def _check_stages(name, kind, shapes, n, heads, want):
+    """Layers of different sizes: each one per input, the first on the input's tokens, the
+    later ones on at most as many queries and keys (pooled or reduced, never more)."""
+    for layer, (b, h, q, k) in enumerate(shapes):
+        if n is not None and b != n and not _windows(name, b, n):
+            raise ValueError(
+                f"{name}: the sample axis of its {kind} layer {layer} holds {b} entries for a "
+                f"batch of {n} inputs; the maps are not per input, so skorg refuses them."
+            )
+        if heads is not None and h != heads:
+            raise ValueError(
+                f"{name}: its {kind} layer {layer} has {h} entries on the head axis but the "
+                f"config says {heads} heads; skorg refuses maps whose head axis it cannot name."
+            )
+        for got, limit, axis in ((q, want[0], "queries"), (k, want[1], "keys")):
+            if limit is not None and (got > limit or (layer == 0 and got != limit)):
+                raise ValueError(
+                    f"{name}: its {kind} layer {layer} has {got} {axis} for an input of "
+                    f"{limit} tokens; skorg refuses maps whose axes it cannot name."
+                )
+
+
+def _windows(name, b, n):
+    """A windowed family's sample axis: a whole number of windows per input."""
+    return name in _windowed.FAMILIES and b % n == 0
 
 
 def is_seq2seq(model):

@@ -41,6 +41,11 @@ class AttentionMaps:
         None for models without sinks.
     source : str or None
         How the maps were read, e.g. ``"softmax input, checked against output_attentions"``.
+    sample_axis : {"input", "window"}
+        What axis 0 holds: one entry per input, or (windowed models such as Swin) one per
+        window of each input, image-major.
+    windows_per_image : int or None
+        Windows per input when ``sample_axis == "window"``.
     """
 
     probs: np.ndarray
@@ -52,6 +57,8 @@ class AttentionMaps:
     kind: str = "self"
     sink: np.ndarray | None = None
     source: str | None = None
+    sample_axis: str = "input"
+    windows_per_image: int | None = None
 
     def __post_init__(self):
         n, n_layers, n_heads, nq, nk = self.probs.shape

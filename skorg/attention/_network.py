@@ -38,8 +38,8 @@ def network_tensor(maps, sample=0, *, crop_padding=True):
         raise ValueError(f"sample must lie in [0, {maps.n_samples}), got {sample}.")
     probs = np.asarray(maps.probs[sample], dtype=np.float64)  # (L, H, Q, K)
     if crop_padding:
-        keep = maps.valid_tokens(sample)
-        probs = probs[:, :, keep][:, :, :, keep]
+        keep = maps.valid_tokens(sample)  # for pooled queries, the rows that see a key
+        probs = probs[:, :, maps.valid_queries(sample)][:, :, :, keep]
     n_layers, n_heads, nq, nk = probs.shape
     X = probs.reshape(n_layers * n_heads, nq, nk).transpose(1, 2, 0)
     return np.ascontiguousarray(X), maps.head_index()

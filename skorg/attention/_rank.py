@@ -12,6 +12,7 @@ from skorg.stats import top_set_overlap_test
 
 from ._mask import attention_layout, gate_heads
 from ._network import _l1_entropy, network_tensor
+from ._ragged import per_group
 
 __all__ = [
     "attention_entropy",
@@ -45,11 +46,15 @@ def head_sparsity(
     For every sample, the network tensor (queries x keys x heads) is organized, and each head's
     map is expanded in the bi-Haar basis of the query and key trees; the score is the l1 norm
     of the selected coefficients (the user guide's "Reading the entropy"). Low values mean a
-    sparse, well organized head.
+    sparse, well organized head. Maps whose layers differ in size
+    (:class:`RaggedAttentionMaps`) are organized group by group, each on its own query and
+    key axes, and the scores of all heads are joined in the order of ``maps.head_index()``;
+    windowed maps (``sample_axis == "window"``) are scored per window and averaged over each
+    input's windows.
 
     Parameters
     ----------
-    maps : AttentionMaps
+    maps : AttentionMaps or RaggedAttentionMaps
     organize : callable, optional
         ``organize(X) -> trees`` for a network tensor X; by default
         ``QuestionnaireOrganizer(preset="paper_3d_heads").fit(X).trees_``.
@@ -63,10 +68,16 @@ def head_sparsity(
 
     Returns
     -------
-    scores : ndarray of shape (n_samples, n_layers * n_heads)
+    scores : ndarray of shape (n_samples, n_total_heads)
+        One column per row of ``maps.head_index()``.
     """
     if organize is not None and trees is not None:
         raise ValueError("pass either organize or trees, not both.")
+    options = dict(trees=trees, selection=selection, k=k, normalize=normalize, entropy=entropy)
+    return per_group(maps, lambda group: _sparsity(group, organize, **options))
+
+
+def _sparsity(maps, organize, *, trees, selection, k, normalize, entropy):
     fn = entropy or _l1_entropy()
     organize = organize or _default_organize
     out = []
@@ -89,6 +100,10 @@ def head_sparsity(
 
 def _row_reduce(maps, fn):
     """Per-row statistic averaged over the real (non-padding) tokens: (n_samples, n_heads)."""
+    return per_group(maps, lambda group: _row_core(group, fn))
+
+
+def _row_core(maps, fn):
     p = np.asarray(maps.probs, dtype=np.float64)
     n, n_layers, n_heads = p.shape[:3]
     out = np.empty((n, n_layers * n_heads))

@@ -50,6 +50,15 @@ def load_minilm():
 def mean_pooled_embedding(model, batch):
     """Sentence embeddings: token states averaged over the attention mask (sentence-BERT)."""
     states = model(**batch).last_hidden_state
+    tokens = batch["attention_mask"].shape[1]
+    if states.shape[1] != tokens:
+        name = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
+        raise ValueError(
+            f"{name}: its last hidden states hold {states.shape[1]} positions for {tokens} "
+            "tokens (a pooled model): the sentence embedding averages one state per token, so "
+            "the report cannot prune it; rank its heads in Python with "
+            "skorg.attention.head_sparsity and rank_heads"
+        )
     weights = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
     return (states * weights).sum(1) / weights.sum(1)
 

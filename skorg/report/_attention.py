@@ -9,6 +9,7 @@ import numpy as np
 from . import _figures as figs
 from ._attention_heads import head_paraproduct_rows, pick_heads
 from ._attention_setup import PRESET, _head_names
+from ._errors import InputError
 from ._html import Figure, Report, Table
 from ._paraproduct import reviewers_rows
 from ._uncertainty import (
@@ -72,6 +73,7 @@ def attention_report(
     report : Report
     """
     from skorg.attention import (
+        RaggedAttentionMaps,
         attention_entropy,
         extract_attention,
         head_confidence,
@@ -95,6 +97,13 @@ def attention_report(
 
     step("extracting attention")
     maps = extract_attention(model, setup["inputs"], tokenizer=setup["tokenizer"])
+    if isinstance(maps, RaggedAttentionMaps):
+        raise InputError(
+            f"{getattr(getattr(model, 'config', None), 'model_type', type(model).__name__)}: its "
+            "layers have attention maps of different sizes "
+            f"({len(maps.groups)} groups): the report analyses one (layer, head, query, key) "
+            "tensor; rank their heads in Python with skorg.attention.head_sparsity and rank_heads"
+        )
     n_samples = maps.n_samples
     organizers = []
 

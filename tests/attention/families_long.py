@@ -196,13 +196,16 @@ LONG_EXACT = {
     "qwen3-next": qwen3_next,
 }
 
-# refused, each with its reason
-LONG_REFUSED = {
-    "big-bird-sparse": big_bird_sparse,
+# windowed: every block, windows on the sample axis (test_windowed.py)
+LONG_WINDOWED = {
     "swin": _swin("SwinConfig", "SwinModel", [2], [2]),
     "swin-2stages": _swin("SwinConfig", "SwinModel", [2, 2], [2, 4]),
     "swinv2": _swin("Swinv2Config", "Swinv2Model", [2], [2]),
-    "funnel": funnel,
+}
+
+# refused, each with its reason
+LONG_REFUSED = {
+    "big-bird-sparse": big_bird_sparse,
     "levit": levit,
     "reformer": reformer,
     "longt5-local": longt5("local"),
@@ -212,4 +215,4 @@ LONG_REFUSED = {
     "mamba": mamba,
 }
 
-LONG_FAMILIES = {**LONG_EXACT, **LONG_REFUSED}
+LONG_FAMILIES = {**LONG_EXACT, **LONG_WINDOWED, **LONG_REFUSED}

@@ -302,6 +302,5 @@ MORE_REFUSED = {
     "nystromformer-landmarks": nystromformer_landmarks,
     "data2vec-vision-sdpa": data2vec_vision_sdpa,
     "convnext": convnext,
-    "segformer": segformer,
     "mobilevit": mobilevit,
 }

@@ -115,9 +115,9 @@ def test_attention_command_on_a_longformer_directory(tmp_path, capsys):
 
 
 def test_attention_command_on_a_swin_directory_exits_2_with_one_line(tmp_path, capsys):
-    from .families_long import LONG_REFUSED
+    from .families_long import LONG_WINDOWED
 
-    model, _, _ = LONG_REFUSED["swin"]()
+    model, _, _ = LONG_WINDOWED["swin"]()
     model_dir = tmp_path / "swin"
     model.save_pretrained(model_dir)
     text = tmp_path / "text.txt"
@@ -127,3 +127,19 @@ def test_attention_command_on_a_swin_directory_exits_2_with_one_line(tmp_path, c
     assert line.startswith("skorg: error: ") and "holds a swin model, which takes no text" in line
     _save_tokenizer(model_dir, 60)  # a tokenizer beside it changes nothing
     assert _one_line_exit_2([*argv, "-o", tmp_path / "out2", "--quiet"], capsys) == line
+
+
+def test_attention_command_on_a_funnel_directory_exits_2_with_one_line(tmp_path, capsys):
+    """Layers of different sizes: the report says so; ranking them is in Python (test_ragged)."""
+    from .test_ragged import funnel
+
+    model, _ = funnel()
+    model_dir = tmp_path / "funnel"
+    model.save_pretrained(model_dir)
+    _save_tokenizer(model_dir, 60)
+    text = model_dir / "text.txt"
+    text.write_text("w1 w2 w3 w4 w5 w6\nw7 w8 w9\n")
+    argv = ["attention", "--model", model_dir, "--text-file", text, "--max-length", 8]
+    line = _one_line_exit_2([*argv, "-o", tmp_path / "out", "--quiet"], capsys)
+    assert "funnel: its last hidden states hold 3 positions for 6 tokens (a pooled model)" in line
+    assert "rank_heads" in line

@@ -1,10 +1,12 @@
 """Families skorg refuses, each with a one-line message that names the family and the reason.
 
 Refused: attention that is not a full query x key map of the input (windowed, blocked,
-bucketed, pooled, approximated) and attention-free families. The refusals come from the family
-table; with that table emptied, the layout self-check of the first batch (sample axis, heads,
-query and key lengths against the input, layers of one size, 4-D probabilities) still refuses
-every one of them, which is what protects the families not listed.
+bucketed, approximated) and attention-free families (layers of different sizes, as Funnel's
+and SegFormer's, are read per group: test_ragged.py; Swin's windows: test_windowed.py). The
+refusals come from the family table; with that table emptied, the layout self-check of the
+first batch (sample axis, heads, query and key lengths against the input, layers of one size,
+4-D probabilities) still refuses every one of them, which is what protects the families not
+listed.
 """
 
 import pytest
@@ -22,10 +24,6 @@ REFUSED = {**LONG_REFUSED, **MORE_REFUSED}
 _WHY = {
     "big-bird-sparse": r"^big_bird: the attentions the model returns .* not the output of any "
     r"softmax it calls .* banded, blocked or sparse",
-    "swin": r"^swin: windowed attention",
-    "swin-2stages": r"^swin: windowed attention",
-    "swinv2": r"^swinv2: windowed attention",
-    "funnel": r"^funnel: layers of different sizes",
     "levit": r"^levit: layers of different sizes",
     "reformer": r"^reformer: LSH and chunked local attention",
     "longt5-local": r"^longt5: the encoder's local or transient-global attention",
@@ -38,7 +36,6 @@ _WHY = {
     "nystromformer-landmarks": r"^nystromformer: Nystrom approximation",
     "data2vec-vision-sdpa": r"^data2vec-vision: .* load it with attn_implementation='eager'",
     "convnext": r"^convnext: the model returns no attentions",
-    "segformer": r"^segformer: layers of different sizes",
     "mobilevit": r"^mobilevit: attention inside unfolded patches",
     # not in the family table: the layout check's reasons
     "convbert": r"^convbert: its self attention has 2 entries on the head axis but the config "
@@ -49,10 +46,6 @@ _WHY = {
 
 # with the family table emptied: the layout check's own reason (None: same message as above)
 _LAYOUT = {
-    "swin": r"sample axis of its self attention holds 8 entries for a batch of 2",
-    "swin-2stages": r"self layers have attention maps of different sizes",
-    "swinv2": r"sample axis of its self attention holds 8 entries for a batch of 2",
-    "funnel": r"self layers have attention maps of different sizes",
     "levit": r"self layers have attention maps of different sizes",
     "reformer": r"output_attentions of self layer 0 is 5-D",
     "longt5-local": r"output_attentions of encoder layer 0 is 5-D",
@@ -63,7 +56,6 @@ _LAYOUT = {
     "prophetnet": r"cross attention is 15 queries x 6 keys for an input of 5 x 6 tokens",
     "yoso": r"output_attentions of self layer 0 is 3-D",
     "nystromformer-landmarks": r"6 queries x 3 keys for an input of 6 x 6 tokens",
-    "segformer": r"self layers have attention maps of different sizes",
     "mobilevit": r"sample axis of its self attention holds 8 entries for a batch of 2",
 }
 
