@@ -385,6 +385,8 @@ COVERED_ELSEWHERE = {
     "BootstrapResult": "a result container, returned by bootstrap_ci",
     "PairedComparison": "a result container, returned by paired_comparison",
     "AttentionMaps": "its constructor from_array is fuzzed above",
+    "RaggedAttentionMaps": "groups of AttentionMaps (from_array fuzzed above); its own checks "
+    "(empty, non-AttentionMaps, repeated layers): tests/attention/test_ragged.py",
     "PruningResult": "a result container, returned by prune_curves",
     "rank_heads": "fuzzed above through one score (_rank)",
     "attention_entropy": "a reduction of AttentionMaps, which from_array checks",
