@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
-import numpy as np
 import scipy.sparse as sp
 
 from .._labels import axis_labels, data_of
@@ -39,6 +38,7 @@ from ._steps import (
     _partial_transform,
     _per_axis,
     _same_trees,
+    _select_margin,
     _tree_methods,
     _unfold,
     _ward_tree,
@@ -54,12 +54,6 @@ from ._tied import (
 )
 
 __all__ = ["EARLY_STOPPING", "PRESETS", "SCHEDULES", "QuestionnaireResult", "questionnaire"]
-
-
-def _select_margin(value):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not 0 <= value < 1:
-        raise ValueError(f"tree_params['select_margin'] must be a number in [0, 1), got {value!r}.")
-    return float(value)
 
 
 @reusing_scratch  # the EMD steps of one fit share their prefix table's memory

@@ -4,6 +4,7 @@ the slices' Euclidean geometry, and the Haar-compression objective that selects 
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -110,17 +111,36 @@ def _tree_methods(value, ndim, sparse, default=False):
     return methods
 
 
-def _emd_points(Xe, others, axis, alphas, betas, n_jobs):
-    """The tree-EMD features of the axis's slices (their l1 distances are the tree EMD), or
-    None when they would not fit in the memory budget (Ward then uses the slices alone)."""
-    from .._validation import memory_budget
-    from ..metrics import tree_emd_embedding
+def _select_margin(value):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not 0 <= value < 1:
+        raise ValueError(f"tree_params['select_margin'] must be a number in [0, 1), got {value!r}.")
+    return float(value)
 
+
+def _emd_feature_count(shape, others, axis):
+    """The number of tree-EMD features of one slice along ``axis`` (the product, over the
+    other axes, of their trees' node counts, or of the axis length where there is no tree)."""
     n_features = 1
     for a, tree in enumerate(others):
         if a != axis:
-            n_features *= tree.n_nodes if tree is not None else Xe.shape[a]
-    if 8 * Xe.shape[axis] * n_features * 3 > memory_budget():  # features, pdist, copy
+            n_features *= tree.n_nodes if tree is not None else shape[a]
+    return n_features
+
+
+def _emd_points_fit(n_points, n_features):
+    """Whether ``n_points`` rows of ``n_features`` EMD features fit in the memory budget
+    (the features, their pairwise distances and a copy)."""
+    from .._validation import memory_budget
+
+    return 8 * n_points * n_features * 3 <= memory_budget()
+
+
+def _emd_points(Xe, others, axis, alphas, betas, n_jobs):
+    """The tree-EMD features of the axis's slices (their l1 distances are the tree EMD), or
+    None when they would not fit in the memory budget (Ward then uses the slices alone)."""
+    from ..metrics import tree_emd_embedding
+
+    if not _emd_points_fit(Xe.shape[axis], _emd_feature_count(Xe.shape, others, axis)):
         return None
     return tree_emd_embedding(
         Xe, others, axis=axis, alphas=alphas, betas=betas, dtype=np.float64, n_jobs=n_jobs

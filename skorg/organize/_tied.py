@@ -18,7 +18,14 @@ from numbers import Integral
 import numpy as np
 import scipy.sparse as sp
 
-from ._steps import _emd_points, _haar_along, _partial_transform, _unfold
+from ._steps import (
+    _emd_feature_count,
+    _emd_points,
+    _emd_points_fit,
+    _haar_along,
+    _partial_transform,
+    _unfold,
+)
 
 __all__: list[str] = []
 
@@ -112,18 +119,10 @@ def tied_emd_points(Xe, steps, alphas, betas, n_jobs):
     """The tree-EMD features of one step, side by side for the tied axes (their l1 distances
     are the summed EMD), or None when they would not fit in the memory budget together (Ward
     then uses the distances); ``steps`` holds ``(axis, trees)`` per EMD of the step."""
-    from .._validation import memory_budget
-
     if len(steps) == 1:
         return _emd_points(Xe, steps[0][1], steps[0][0], alphas, betas, n_jobs)
-    n_features = 0
-    for axis, trees in steps:
-        count = 1
-        for a, tree in enumerate(trees):
-            if a != axis:
-                count *= tree.n_nodes if tree is not None else Xe.shape[a]
-        n_features += count
-    if 8 * Xe.shape[steps[0][0]] * n_features * 3 > memory_budget():  # as _emd_points
+    n_features = sum(_emd_feature_count(Xe.shape, trees, axis) for axis, trees in steps)
+    if not _emd_points_fit(Xe.shape[steps[0][0]], n_features):
         return None
     parts = [_emd_points(Xe, trees, axis, alphas, betas, n_jobs) for axis, trees in steps]
     return None if any(q is None for q in parts) else np.hstack(parts)
