@@ -18,6 +18,8 @@ SCHEDULES = ("alternating", "jacobi", "reference_3d")
 # SELECT_KEEP largest Haar coefficients of the data on all current trees.
 SELECT_CANDIDATES = ("average", "ward_slices")
 SELECT_KEEP = 0.05
+# the criterion that scores them (organize/_candidates.py registers the criteria)
+SELECT_CRITERION = "compression"
 # Ward of the slices is kept unless average linkage's error is lower by more than this
 # fraction (tree_params={"select_margin": 0} restores the plain comparison): on expression
 # and feature data average linkage won by under 1% and lost the grouping (ARI 0.09 against

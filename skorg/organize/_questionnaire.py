@@ -1,57 +1,18 @@
-"""The questionnaire iteration: alternating partition trees on every axis of a tensor."""
+"""The questionnaire iteration: alternating partition trees on every axis of a tensor.
+
+The function reads as its steps: the settings (:mod:`._settings`), the state of the
+iteration (:mod:`._state`), the initial trees, the sweeps and the result
+(:mod:`._iteration`); each tree comes from the registry of builders and of the selection's
+criteria (:mod:`._candidates`).
+"""
 
 from __future__ import annotations
 
-from numbers import Integral, Real
-
-import scipy.sparse as sp
-
-from .._labels import axis_labels, data_of
 from .._scratch import reusing_scratch
-from .._sparse_input import canonical_sparse, check_sparse_matrix
-from .._validation import check_finite_array, pow2_scale, unscale
-from ..metrics import affinity_matrix
-from ..trees import build_tree, flexible_tree
-from ._preprocess import preprocess_data
-from ._presets import (
-    _INIT_AFFINITIES,
-    EARLY_STOPPING,
-    EMD_DTYPES,
-    ORDERED_BUILDERS,
-    PRESETS,
-    QUESTIONNAIRE_ORDERINGS,
-    SCHEDULES,
-    SELECT_CANDIDATES,
-    SELECT_MARGIN,
-    QuestionnaireResult,
-    resolve_params,
-)
-from ._sparse import sparse_axes, sparse_initial, sparse_rebuild
-from ._steps import (
-    _TIE,
-    _compression_error_along,
-    _densify_for_knn,
-    _emd_feature_dtype,
-    _euclidean_distances,
-    _final_orders,
-    _objective,
-    _partial_transform,
-    _per_axis,
-    _same_trees,
-    _select_margin,
-    _tree_methods,
-    _unfold,
-    _ward_tree,
-)
-from ._tied import (
-    check_tie_axes,
-    check_tied_params,
-    partner_trees,
-    tied_compression_error,
-    tied_emd_points,
-    tied_partial,
-    tied_slices,
-)
+from ._iteration import finish, initial_axes, initial_step, run_sweeps
+from ._presets import EARLY_STOPPING, PRESETS, SCHEDULES, QuestionnaireResult, resolve_params
+from ._settings import check_data, resolve_settings
+from ._state import IterationState
 
 __all__ = ["EARLY_STOPPING", "PRESETS", "SCHEDULES", "QuestionnaireResult", "questionnaire"]
 
@@ -256,8 +217,6 @@ default="auto"
     >>> [t.n_points for t in res.trees]
     [24, 24]
     """
-    from ..metrics import multi_tree_emd_core, symmetric_dual_affinity_core
-
     p = resolve_params(
         preset,
         n_iter=n_iter,
@@ -270,280 +229,27 @@ default="auto"
         ordering=ordering,
         tree_method=tree_method,
     )
-    labels = axis_labels(X)
-    X = data_of(X)
-    if sp.issparse(X):
-        X = check_sparse_matrix(X, "X", min_rows=2) if check_input else canonical_sparse(X)
-    elif check_input:
-        X = check_finite_array(X, "X", min_ndim=2, min_rows=2)
-    if preset is not None and preprocess == "auto":
-        preprocess = None  # the presets reproduce the papers' runs, on X as given
-    X, applied = preprocess_data(X, preprocess)
-    ndim = X.ndim
-    kind = p["init_affinity"]
-    if not callable(kind) and kind not in _INIT_AFFINITIES:
-        raise ValueError(
-            f"Unknown init_affinity {kind!r}; expected one of {_INIT_AFFINITIES} or a callable."
-        )
-    if isinstance(p["n_iter"], bool) or not isinstance(p["n_iter"], Integral) or p["n_iter"] < 0:
-        raise ValueError(f"n_iter must be a non-negative integer, got {p['n_iter']!r}.")
-    if p["schedule"] not in SCHEDULES:
-        raise ValueError(f"Unknown schedule {p['schedule']!r}; expected one of {SCHEDULES}.")
-    if p["ordering"] not in QUESTIONNAIRE_ORDERINGS:
-        raise ValueError(
-            f"Unknown ordering {p['ordering']!r}; expected one of {QUESTIONNAIRE_ORDERINGS}."
-        )
-    if emd_dtype not in EMD_DTYPES:
-        raise ValueError(f"emd_dtype must be one of {EMD_DTYPES}, got {emd_dtype!r}.")
-    if early_stopping not in EARLY_STOPPING:
-        raise ValueError(f"early_stopping must be one of {EARLY_STOPPING}, got {early_stopping!r}.")
-    if not (isinstance(tol, Real) and not isinstance(tol, bool) and 0 <= tol < 1):
-        raise ValueError(f"tol must be a number in [0, 1), got {tol!r}.")
-    alphas = _per_axis(p["emd_alpha"], ndim, "emd_alpha")
-    betas = _per_axis(p["emd_beta"], ndim, "emd_beta")
-    epsilons = _per_axis(p["epsilon"], ndim, "epsilon", positive=True)
-    constants = _per_axis(p["tree_constant"], ndim, "tree_constant", positive=True)
-    init_params = dict(init_affinity_params or {})
-    sparse = sparse_axes(X.shape, affinity_mode, n_neighbors)
-    tie = check_tie_axes(tie_axes, X.shape, sparse)
-    X = _densify_for_knn(X, sparse)
-    # the default builder gives way to the flexible tree on axes that take the sparse path
-    default_method = tree_method is None and (
-        preset is None or "tree_method" not in PRESETS[preset]
-    )
-    methods = _tree_methods(p["tree_method"], ndim, sparse, default_method)
-    if tie is not None:
-        per_axis = {"emd_alpha": alphas, "emd_beta": betas, "epsilon": epsilons}
-        check_tied_params(tie, {**per_axis, "tree_constant": constants, "tree_method": methods})
-    builder_params = dict(tree_params or {})
-    select_margin = _select_margin(builder_params.pop("select_margin", SELECT_MARGIN))
-    p.update(
-        tie_axes=tie,
-        affinity_mode=affinity_mode,
-        n_neighbors=n_neighbors,
-        tree_params=builder_params,
+    labels, X = check_data(X, check_input)
+    X, settings = resolve_settings(
+        X,
+        p,
+        preset=preset,
+        tree_method=tree_method,
+        init_affinity_params=init_affinity_params,
+        preprocess=preprocess,
+        emd_dtype=emd_dtype,
         early_stopping=early_stopping,
         tol=tol,
-        preprocess=applied,
+        tie_axes=tie_axes,
+        affinity_mode=affinity_mode,
+        n_neighbors=n_neighbors,
+        tree_params=tree_params,
+        random_state=random_state,
+        n_jobs=n_jobs,
     )
-
-    chosen = {}  # axis -> the builder "select" took for its latest tree
-
-    def params_of(method):
-        if method in ORDERED_BUILDERS and "optimal_ordering" not in builder_params:
-            # the tree EMD sees partitions only, and the final order comes from `ordering`:
-            # SciPy's optimal leaf ordering (most of a linkage tree's cost) is left out
-            return {"optimal_ordering": False, **builder_params}
-        return builder_params
-
-    # axis -> Euclidean distances between its slices and their Ward tree (neither depends on
-    # the other trees, so each is computed once)
-    slice_distances, slice_trees = {}, {}
-
-    def distances_of_slices(axis):
-        if tie is not None and axis in tie:  # the tied objects: both slices, side by side
-            if tie[0] not in slice_distances:
-                slice_distances[tie[0]] = _euclidean_distances(tied_slices(Xe, tie))
-            return slice_distances[tie[0]]
-        if axis not in slice_distances:
-            slice_distances[axis] = _euclidean_distances(_unfold(Xe, axis))
-        return slice_distances[axis]
-
-    def build_one(method, axis, A, d, points):
-        if method == "ward" and points is not None:
-            return build_tree("ward", points=points, **params_of("ward"))
-        if method == "ward" and d is not None:  # features beyond the memory budget
-            return build_tree("ward", distances=d, **params_of("ward"))
-        if method in ("ward", "ward_slices"):  # an initial "ward" tree: no features yet
-            if axis not in slice_trees:
-                slice_trees[axis] = _ward_tree(distances_of_slices(axis))
-            return slice_trees[axis]
-        return build_tree(
-            method, distances=d, affinity=A, tree_constant=constants[axis], **params_of(method)
-        )
-
-    def make_tree(axis, A, d, check=False, points=None):
-        method = methods[axis]
-        if method == "flexible" and not builder_params:
-            return flexible_tree(A, tree_constant=constants[axis], check_input=check)
-        if method != "select":
-            return build_one(method, axis, A, d, points)
-        # every candidate builder on the axis's geometry; keep the one whose Haar expansion
-        # compresses X best (the transform along the other axes is shared by all candidates)
-        best = None
-        tied = tie is not None and axis == tie[0]
-        partial = tied_partial(X, trees, tie) if tied else _partial_transform(X, trees, axis)
-        # Ward of the slices (the grouping) stays unless average linkage of the tree EMD
-        # compresses by more than select_margin; 0 is the earlier rule (the lower error)
-        candidates = SELECT_CANDIDATES[::-1] if select_margin > 0 else SELECT_CANDIDATES
-        for name in candidates:
-            tree = build_one(name, axis, A, d, points)
-            if tied:  # the candidate on both tied axes
-                value = tied_compression_error(partial, tree, tie)
-            else:
-                value = _compression_error_along(partial, tree, axis)
-            # near-ties (within rounding) keep the earlier candidate: rescaled data, whose
-            # objective differs in the last bits, then selects the same trees
-            if best is None or value < best[0] * (1 - max(_TIE, select_margin)):
-                best = (value, name, tree)
-        chosen[axis] = best[1]
-        return best[2]
-
-    # The tree EMD steps see X scaled by a power of two to largest magnitude in [0.5, 1):
-    # exact, so the trees are bit for bit those of any rescaled copy of X, and neither the
-    # float32 features nor the squares of the kNN path can underflow or overflow.
-    scale = pow2_scale(X.data if sp.issparse(X) else X, always=True)
-    Xe = X * scale
-    trees = [None] * ndim
-    affinities = [None] * ndim
-    distances = [None] * ndim
-    history = []
-
-    identical = []  # per tree built: equal to the axis's previous tree, leaf order included
-
-    def record(iteration, axis, tree):
-        prev = trees[axis]
-        changed = prev is None or not tree.same_partitions(prev)
-        identical.append(prev is not None and tree == prev)
-        history.append(
-            {
-                "iteration": iteration,
-                "axis": axis,
-                "tree": tree,
-                "changed": changed,
-                "objective": None,
-                "method": chosen.get(axis, methods[axis]),
-            }
-        )
-        trees[axis] = tree
-        if tie is not None and axis == tie[0]:  # the shared tree, recorded for both axes
-            if axis in chosen:
-                chosen[tie[1]] = chosen[axis]
-            affinities[tie[1]], distances[tie[1]] = affinities[axis], distances[axis]
-            record(iteration, tie[1], tree)
-
-    def initial(axis):
-        if tie is not None and axis == tie[1]:  # built with the first tied axis
-            return
-        if tie is not None and axis == tie[0]:
-            A = affinity_matrix(tied_slices(X, tie), p["init_affinity"], **init_params)
-            affinities[axis] = A
-            record(0, axis, make_tree(axis, A, None, check=True))
-            return
-        if sparse[axis]:
-            A, tree = sparse_initial(
-                _unfold(Xe, axis), p["init_affinity"], init_params, constants[axis],
-                n_neighbors, random_state, n_jobs, methods[axis],
-            )  # fmt: skip
-        else:
-            A = affinity_matrix(_unfold(X, axis), p["init_affinity"], **init_params)
-            tree = make_tree(axis, A, None, check=True)
-        affinities[axis] = A
-        record(0, axis, tree)
-
-    init_axes = range(ndim) if p["schedule"] == "jacobi" else range(ndim - 1)
-    for axis in init_axes:
-        initial(axis)
-    initial_trees = list(trees)
-    from_initial = {}  # axis -> (d, A, tree) built from the initial trees ("reference_3d")
-    last_inputs = {}  # axis -> the trees its last dense step read (see _same_trees)
-
-    def rebuild(axis, source_trees, iteration):
-        if tie is not None and axis == tie[1]:  # built with the first tied axis
-            return
-        others = [t if a != axis else None for a, t in enumerate(source_trees)]
-        if sparse[axis]:
-            d, A, tree = sparse_rebuild(
-                Xe, others, axis, alphas, betas, epsilons[axis], constants[axis], n_neighbors,
-                random_state, n_jobs, methods[axis],
-            )  # fmt: skip
-            distances[axis], affinities[axis] = d, A
-            record(iteration, axis, tree)
-            return
-        reuse = source_trees is initial_trees
-        # everything this step reads: the trees of the EMD, and for "select" the current trees
-        # along which the candidates' compression is measured
-        key = tuple(others)
-        if methods[axis] == "select":
-            key += tuple(t if a != axis else None for a, t in enumerate(trees))
-        if reuse and axis in from_initial:  # the same inputs as in an earlier sweep
-            d, A, tree = from_initial[axis]
-        elif _same_trees(last_inputs.get(axis), key):
-            # the inputs of this axis's last step, tree for tree (leaf orders too): its
-            # distances, affinity and tree are bit for bit what this step would compute
-            d, A, tree = distances[axis], affinities[axis], trees[axis]
-        else:
-            # one EMD, or for tied axes the sum of the EMDs along both (see Notes)
-            steps = [(axis, others)]
-            if tie is not None and axis == tie[0]:
-                steps.append((tie[1], partner_trees(others, tie)))
-            d = None
-            for along, trees_of in steps:
-                feature_dtype = _emd_feature_dtype(emd_dtype, Xe.shape, along, trees_of)
-                part = multi_tree_emd_core(
-                    Xe, trees_of, along, alphas, betas, False, None, feature_dtype, n_jobs, None
-                )
-                d = part if d is None else d + part
-            A = symmetric_dual_affinity_core(d, epsilons[axis])
-            points = None
-            if methods[axis] == "ward":
-                points = tied_emd_points(Xe, steps, alphas, betas, n_jobs)
-            tree = make_tree(axis, A, d, points=points)
-            if reuse:
-                from_initial[axis] = d, A, tree
-        distances[axis] = d
-        affinities[axis] = A
-        last_inputs[axis] = key
-        record(iteration, axis, tree)
-
-    sweep = [ndim - 1, *range(ndim - 1)]
-    n_done, stop_reason = 0, "n_iter"
-    best = None  # (objective, trees, affinities, distances) of the best sweep
-    for iteration in range(1, p["n_iter"] + 1):
-        start = len(history)
-        if p["schedule"] == "jacobi":
-            previous = list(trees)
-            for axis in sweep:
-                rebuild(axis, previous, iteration)
-        else:
-            for axis in sweep:
-                if p["schedule"] == "reference_3d" and axis == ndim - 1:
-                    rebuild(axis, initial_trees, iteration)
-                else:
-                    rebuild(axis, trees, iteration)
-        n_done = iteration
-        # exact equality (leaf order too): the next sweep's inputs are then bit for bit those
-        # of this one
-        changed = not all(identical[start:])
-        if early_stopping == "objective":
-            value = _objective(X, trees)
-            history[-1]["objective"] = value
-            if best is not None and not value < best[0] * (1.0 - tol):
-                trees[:], affinities[:], distances[:] = best[1], best[2], best[3]
-                stop_reason = "objective"
-                break
-            best = (value, list(trees), list(affinities), list(distances))
-        # the next sweep would see the same trees this one saw (and reference_3d the same
-        # initial trees), so it would rebuild the same trees: stopping changes nothing
-        if early_stopping != "never" and not changed and iteration < p["n_iter"]:
-            stop_reason = "unchanged"
-            break
-
-    if any(t is None for t in trees):
-        # n_iter == 0 with the alternating schedules: the last axis gets its initial tree
-        initial(ndim - 1)
-
-    orders = _final_orders(trees, distances, sparse, p["ordering"], distances_of_slices)
-    # X's units, exact (or a clear error where they pass the float range: the trees are
-    # those of X, but distances_ could only hold infinities)
-    what = "The questionnaire's tree-EMD distances (distances_)"
-    distances = [None if d is None else unscale(d, scale, Xe, what=what) for d in distances]
-    if tie is not None:  # one order (equal anyway: same tree, distances, slices), one EMD
-        orders[tie[1]], distances[tie[1]] = orders[tie[0]].copy(), distances[tie[0]]
-    names = [
-        None if axis_names is None else axis_names[order]
-        for axis_names, order in zip(labels or [None] * ndim, orders)
-    ]
-    return QuestionnaireResult(
-        trees, orders, affinities, distances, history, p, n_done, stop_reason, names
-    )
+    state = IterationState.start(X, settings)
+    for axis in initial_axes(settings):
+        initial_step(state, axis)
+    state.initial_trees = list(state.trees)
+    run_sweeps(state)
+    return finish(state, labels)

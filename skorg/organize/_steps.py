@@ -9,6 +9,7 @@ from numbers import Real
 import numpy as np
 import scipy.sparse as sp
 
+from .._blas import serial_blas
 from ._ordering import leaf_order
 from ._presets import ORGANIZER_TREE_METHODS, SELECT_KEEP
 from ._sparse import SPARSE_TREE_METHODS
@@ -155,11 +156,14 @@ def _euclidean_distances(slices):
     """Symmetric Euclidean distances between the rows of a dense or sparse matrix.
 
     From the Gram matrix (BLAS, and no densified copy of a sparse X), so that the dense and
-    the sparse path compute the same numbers in the same way.
+    the sparse path compute the same numbers in the same way. BLAS runs on one thread: the
+    same bits (each entry is summed by one thread either way), and no OpenBLAS workers left
+    spinning against the kernels that follow (see :func:`skorg._blas.serial_blas`).
     """
     from sklearn.metrics.pairwise import euclidean_distances
 
-    E = euclidean_distances(slices)
+    with serial_blas():
+        E = euclidean_distances(slices)
     E = 0.5 * (E + E.T)
     np.fill_diagonal(E, 0.0)
     return E
@@ -220,14 +224,14 @@ def _haar_along(Y, tree, axis):
     ``sqrt(|A| |B| / (|A| + |B|)) (mean_A - mean_B)`` for the two children of a folder, plus
     ``sqrt(n) mean`` at the root: on small arrays these are computed here from prefix sums
     in NumPy, so that a first fit compiles no Haar kernel. Larger arrays, and trees with
-    wider folders, go through the compiled transform (several times faster per element),
-    along the last axis of a contiguous copy: one kernel for every axis.
+    wider folders, go through the compiled transform (several times faster per element)
+    along ``axis`` in place of the layout: its coefficients do not depend on the layout, and
+    a contiguous copy with the axis last cost 2 to 15 times the transform itself.
     """
     if Y.size > _NUMPY_HAAR_MAX or not tree.is_binary:
         from ..transforms import haar_transform
 
-        moved = np.ascontiguousarray(np.moveaxis(Y, axis, -1))
-        return np.moveaxis(haar_transform(moved, tree, axis=-1), -1, axis)
+        return haar_transform(Y, tree, axis=axis)
     moved = np.moveaxis(Y, axis, 0)
     rest = moved.shape[1:]
     Z = moved.reshape(moved.shape[0], -1)[tree.leaf_order]
@@ -270,8 +274,18 @@ def _compression_error_along(partial, tree, axis):
     Y, norm = partial
     coefs = np.abs(_haar_along(Y, tree, axis)).ravel()
     k = max(1, round(SELECT_KEEP * coefs.size))
+    return _dropped_norm(coefs, k) / norm
+
+
+def _dropped_norm(coefs, k):
+    """The l2 norm of all but the ``k`` largest of the magnitudes ``coefs``.
+
+    The sum of squares is NumPy's (einsum), not BLAS's: a threaded BLAS dot splits the sum
+    between threads (its bits then depend on their number) and, on a busy machine, waits
+    for them to wake (milliseconds per call, more than the rest of the selection step).
+    """
     dropped = np.partition(coefs, coefs.size - k)[: coefs.size - k]
-    return float(np.sqrt(np.dot(dropped, dropped)) / norm)
+    return float(np.sqrt(np.einsum("i,i->", dropped, dropped)))
 
 
 def _objective(X, trees):

@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._steps import (
+    _dropped_norm,
     _emd_feature_count,
     _emd_points,
     _emd_points_fit,
@@ -111,8 +112,7 @@ def tied_compression_error(partial, tree, pair):
     Y, norm = partial
     coefs = np.abs(_haar_along(_haar_along(Y, tree, pair[0]), tree, pair[1])).ravel()
     k = max(1, round(SELECT_KEEP * coefs.size))
-    dropped = np.partition(coefs, coefs.size - k)[: coefs.size - k]
-    return float(np.sqrt(np.dot(dropped, dropped)) / norm)
+    return _dropped_norm(coefs, k) / norm
 
 
 def tied_emd_points(Xe, steps, alphas, betas, n_jobs):

@@ -185,7 +185,7 @@ def test_a_step_whose_inputs_repeat_reuses_its_results_exactly(reference, monkey
     """A step that reads the same trees as its axis's last step (leaf orders too) takes that
     step's distances, affinity and tree: the run is identical to one that recomputes them."""
     import skorg.metrics
-    import skorg.organize._questionnaire as quest
+    import skorg.organize._iteration as iteration
 
     data = reference("quest3d")
     calls = []
@@ -197,7 +197,7 @@ def test_a_step_whose_inputs_repeat_reuses_its_results_exactly(reference, monkey
     res = questionnaire(data["X"], **options)
     n_reused = len(calls)
     calls.clear()
-    monkeypatch.setattr(quest, "_same_trees", lambda a, b: False)
+    monkeypatch.setattr(iteration, "_same_trees", lambda a, b: False)
     full = questionnaire(data["X"], **options)
     assert [h["tree"] for h in res.history] == [h["tree"] for h in full.history]
     for got, expected in zip(res.distances + res.affinities, full.distances + full.affinities):
@@ -252,3 +252,47 @@ def test_emd_feature_dtype_threshold():
 
 
 EMD_DTYPE_NAMES = ("auto", "float64", "float32")
+
+
+def test_a_registered_criterion_and_builder_join_the_selection(monkeypatch):
+    """The selection's criteria and builders are registries: a criterion that prefers Ward
+    of the slices at every step gives exactly the trees and orders of
+    ``tree_method="ward_slices"``, and a builder registered under a new name and listed as
+    a candidate is used in its place."""
+    import skorg.organize._candidates as candidates
+
+    rng = np.random.default_rng(3)
+    x = np.linspace(0, 1, 24)
+    X = np.cos(4 * np.subtract.outer(x, np.linspace(0, 1, 20)))
+    X = X[rng.permutation(24)][:, rng.permutation(20)] + 0.05 * rng.standard_normal((24, 20))
+
+    class PreferWardSlices:
+        def __init__(self, state, axis):
+            self.ward = state.slice_tree(axis)
+
+        def score(self, tree):
+            return 0.0 if tree is self.ward else 1.0  # the cached Ward tree itself
+
+    monkeypatch.setitem(candidates._CRITERIA, "prefer_ward_slices", PreferWardSlices)
+    monkeypatch.setattr(candidates, "SELECT_CRITERION", "prefer_ward_slices")
+    got = questionnaire(X, tree_params={"select_margin": 0})
+    expected = questionnaire(X, tree_method="ward_slices")
+    assert {h["method"] for h in got.history} == {"ward_slices"}
+    assert got.trees == expected.trees
+    for a, b in zip(got.orders, expected.orders):
+        np.testing.assert_array_equal(a, b)
+    monkeypatch.undo()
+
+    default = questionnaire(X)
+    calls = []
+
+    def my_average(state, axis, geometry):
+        calls.append(axis)
+        return candidates.build_candidate(state, "average", axis, geometry)
+
+    monkeypatch.setitem(candidates._BUILDERS, "my_average", my_average)
+    monkeypatch.setattr(candidates, "SELECT_CANDIDATES", ("my_average", "ward_slices"))
+    renamed = questionnaire(X)
+    assert calls and renamed.trees == default.trees
+    names = {"average": "my_average", "ward_slices": "ward_slices"}
+    assert [h["method"] for h in renamed.history] == [names[h["method"]] for h in default.history]

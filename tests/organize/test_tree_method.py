@@ -273,6 +273,52 @@ def test_selection_haar_coefficients_equal_the_tree_haar_transform():
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(X).max())
 
 
+def test_selection_haar_on_large_arrays_is_the_transform_along_the_axis_in_place():
+    # above the NumPy path's size the selection calls the compiled transform along the axis
+    # of the array as laid out (no contiguous copy): the same coefficients, bit for bit, as
+    # the transform along the last axis of a contiguous copy, on every axis and layout
+    from skorg.organize import _steps as Q
+    from skorg.organize._steps import _haar_along
+    from skorg.transforms import haar_transform
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((70, 64, 60))
+    assert X.size > Q._NUMPY_HAAR_MAX
+    for Y in (X, np.asfortranarray(X), np.moveaxis(X, 0, 2)):
+        for axis in range(3):
+            points = rng.standard_normal((Y.shape[axis], 2))
+            tree = hierarchical_tree(points=points, method="average")
+            moved = np.ascontiguousarray(np.moveaxis(Y, axis, -1))
+            want = np.moveaxis(haar_transform(moved, tree, axis=-1), -1, axis)
+            np.testing.assert_array_equal(_haar_along(Y, tree, axis), want)
+
+
+def test_dropped_norm_is_the_norm_of_all_but_the_largest():
+    from skorg.organize._steps import _dropped_norm
+
+    rng = np.random.default_rng(2)
+    coefs = np.abs(rng.standard_normal(10_001)) * 1e-3
+    for k in (1, 500, 10_000):
+        rest = np.sort(coefs)[: coefs.size - k]
+        np.testing.assert_allclose(_dropped_norm(coefs, k), np.sqrt(np.sum(rest**2)), rtol=1e-13)
+    assert _dropped_norm(coefs, coefs.size) == 0.0
+    assert _dropped_norm(np.zeros(7), 1) == 0.0
+
+
+def test_slice_distances_on_one_blas_thread_equal_sklearns():
+    # single-threaded BLAS gives the same bits as sklearn's (threaded) euclidean_distances
+    from sklearn.metrics.pairwise import euclidean_distances
+
+    from skorg.organize._steps import _euclidean_distances
+
+    rng = np.random.default_rng(3)
+    S = rng.standard_normal((300, 400))
+    E = euclidean_distances(S)
+    E = 0.5 * (E + E.T)
+    np.fill_diagonal(E, 0.0)
+    np.testing.assert_array_equal(_euclidean_distances(S), E)
+
+
 def test_ward_beyond_the_memory_budget_links_the_diffusion_embedding(data, monkeypatch):
     # 48 x 40: the features of one axis need about 90 KB, the rest of the fit far less
     monkeypatch.setenv("SKORG_MAX_MEMORY", "0.05")
