@@ -15,12 +15,23 @@
 3. ``runtime``: the separable best basis of a 1024 x 1024 matrix (dictionary and search on
    both axes, one sweep and the default alternation) on a dyadic tree and on an average
    linkage tree, best of three, with the peak of NumPy's allocations (``tracemalloc``); and
-   the time per level of the dictionary (the cost pass of the search, every level of
-   ``n x B`` values) against the tree Haar transform's time per level on the same data.
+   the time per level of the dictionary against the tree Haar transform's, on the same tree
+   and the same data (X along axis 0, float64, packet-ordered rows given):
+
+   - *dictionary*: the median time of the whole dictionary pass of the search (every
+     coefficient of every level computed, ``n_levels x n x B`` values, and its l1 cost
+     summed: ``_cost_table(rows, plan, "l1")``), divided by its number of levels above the
+     finest, ``n_levels - 1`` (the finest level is the data);
+   - *tree Haar*: the median time of ``haar_transform(X, tree, axis=0)`` divided by the
+     tree's number of levels above the leaves, ``tree.n_levels - 1``;
+   - *ratio*: the first over the second (the target: at most 2). Both are timed in turns,
+     nine times each, in the same run. Also listed: the materialized dictionary
+     (``wavelet_packet_dictionary``, which writes ``n_levels`` copies of X) per level.
 
 Run ``python benchmarks/bench_wavelet_packets.py`` (all three) or name the parts
 (``suite digits denoise runtime``). This machine is shared: the times are the best of three
-runs after a warm-up, and only ratios measured in the same run compare.
+runs after a warm-up (the per-level figures: medians of nine, in turns), and only ratios
+measured in the same run compare.
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ from skorg.transforms import (
     multi_best_wavelet_packet_basis,
     multi_haar_transform,
     multi_wavelet_packet_transform,
+    wavelet_packet_dictionary,
 )
 from skorg.transforms._packet_core import _cost_table, _rows
 from skorg.transforms._packet_plan import get_packet_plan
@@ -54,6 +66,20 @@ def best_of(func, repeat=3):
         func()
         times.append(time.perf_counter() - t)
     return min(times)
+
+
+def medians_in_turns(*funcs, repeat=9):
+    """The median time of each function, run in turns (one warm-up each first), so that a
+    change of the machine's load falls on all of them alike."""
+    for func in funcs:
+        func()
+    times = [[] for _ in funcs]
+    for _ in range(repeat):
+        for k, func in enumerate(funcs):
+            t = time.perf_counter()
+            func()
+            times[k].append(time.perf_counter() - t)
+    return [float(np.median(v)) for v in times]
 
 
 def peak_mib(func):
@@ -174,19 +200,21 @@ def bench_runtime(n=1024):
             f"alternating {alt:.3f} s (time-frequency {tf:.3f} s), peak {mem:.0f} MiB "
             f"(X: {X.nbytes / 2**20:.0f} MiB)"
         )
-        # time per level: the cost pass (every level of the dictionary, n x B values each)
-        # against the tree Haar transform along the same axis
+        # time per level: the dictionary pass against the tree Haar transform (see the
+        # module docstring), timed in turns in the same run, medians of nine
         rows = _rows(X, plan, 0)
-        t_dict = best_of(lambda p=plan, r=rows: _cost_table(r.copy(), p, "l1"))
-        t_copy = best_of(lambda r=rows: r.copy())
-        t_haar = best_of(lambda t=tree: haar_transform(X, t, axis=0))
-        haar_levels = tree.n_levels - 1
-        per_dict = (t_dict - t_copy) / max(plan.n_levels - 1, 1)
-        per_haar = t_haar / max(haar_levels, 1)
+        t_dict, t_haar = medians_in_turns(
+            lambda p=plan, r=rows: _cost_table(r, p, "l1"),
+            lambda t=tree: haar_transform(X, t, axis=0),
+        )
+        t_full = best_of(lambda t=tree: wavelet_packet_dictionary(X, t, axis=0), repeat=2)
+        d_levels, h_levels = max(plan.n_levels - 1, 1), max(tree.n_levels - 1, 1)
+        per_dict, per_haar = t_dict / d_levels, t_haar / h_levels
         print(
-            f"{'':<16} per level: dictionary {per_dict * 1e3:.2f} ms ({plan.n_levels - 1} "
-            f"levels), tree Haar {per_haar * 1e3:.2f} ms ({haar_levels} levels): "
-            f"ratio {per_dict / per_haar:.2f}"
+            f"{'':<16} per level: dictionary {per_dict * 1e3:.3f} ms ({d_levels} levels, "
+            f"{t_dict * 1e3:.2f} ms), tree Haar {per_haar * 1e3:.3f} ms ({h_levels} levels, "
+            f"{t_haar * 1e3:.2f} ms): ratio {per_dict / per_haar:.2f}; materialized "
+            f"dictionary {t_full / d_levels * 1e3:.2f} ms per level"
         )
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
+import numba
 import numpy as np
 
+from .._kernels import _packet_slots as _slot_kernels
 from .._kernels import _packets as _kernels
 from .._validation import check_memory, pow2_scale
 from ._packet_basis import (
@@ -21,7 +23,7 @@ from ._packet_basis import (
 
 __all__: list[str] = []
 
-_KERNEL_NAMES = ("level_step", "level_step_cost", "row_cost", "gather_rows", "add_rows")
+_KERNEL_NAMES = ("level_step", "row_cost", "gather_rows", "add_rows")
 _PARALLEL = SimpleNamespace(**{k: getattr(_kernels, k) for k in _KERNEL_NAMES})
 _SERIAL = SimpleNamespace(**{k: getattr(_kernels, k + "_serial") for k in _KERNEL_NAMES})
 
@@ -120,36 +122,54 @@ def _synthesis(coefs, plan, basis):
 def _cost_table(rows, plan, cost):
     """``(table, scale, energy)``: the cost of every dictionary entry summed over the rows,
     computed on the rows scaled by a power of two (``scale``) so that the choice of a basis
-    does not depend on the units; ``energy`` the scaled data's sum of squares."""
+    does not depend on the units; ``energy`` the scaled data's sum of squares (for the
+    entropy; 0 for the other costs). A callable cost overwrites ``rows``."""
     kind, power, func = parse_cost(cost)
     n = rows.shape[0]
     K = _kernels_for(rows)
-    table = np.empty((plan.n_levels, n), dtype=np.float64)
     scale = pow2_scale(rows, always=True)
+    energy = 0.0
+    if kind == _kernels.COST_ENTROPY:
+        # the energy of the scaled rows, in one pass without temporaries
+        squares = np.empty(n, dtype=np.float64)
+        K.row_cost(rows, _kernels.COST_LP, 2.0, scale, squares)
+        energy = float(squares.sum())
+    if func is None:
+        return _slot_costs(rows, plan, kind, power, scale), scale, energy
+    table = np.empty((plan.n_levels, n), dtype=np.float64)
     cur = rows
     tmp = _tmp(plan, rows.shape[1])
-    changed = np.empty(tmp.shape[0], dtype=np.float64)
     last = plan.n_levels - 1
-    # the energy of the scaled rows, in one pass without temporaries (the entropy needs it)
-    squares = np.empty(n, dtype=np.float64)
-    K.row_cost(cur, _kernels.COST_LP, 2.0, scale, squares)
-    energy = float(squares.sum())
-    if func is None:
-        K.row_cost(cur, kind, power, scale, table[last])
-    else:
-        table[last] = _callable_cost(func, cur)
+    table[last] = _callable_cost(func, cur)
     for j in range(last - 1, -1, -1):
         lo, hi = plan.ptr[j], plan.ptr[j + 1]
         active = plan.active[lo:hi]
         table[j] = table[j + 1]  # a carried singleton keeps its value and its cost
-        if func is None:
-            w = (plan.sa[lo:hi], plan.sb[lo:hi], plan.wa[lo:hi], plan.wb[lo:hi])
-            K.level_step_cost(cur, active, *w, tmp, kind, power, scale, changed)
-            table[j, active] = changed[: hi - lo]
-        else:
-            _step(K, cur, plan, j, tmp)
-            table[j, active] = _callable_cost(func, cur[active])
+        _step(K, cur, plan, j, tmp)
+        table[j, active] = _callable_cost(func, cur[active])
     return table, scale, energy
+
+
+def _slot_costs(rows, plan, kind, power, scale):
+    """The cost table of a built-in cost: every level in place, a block of columns at a
+    time (:mod:`skorg._kernels._packet_slots`), mapped from the slots to the positions."""
+    sl = plan.slots
+    n, B = rows.shape
+    width = _slot_kernels.WIDTH
+    table = np.zeros((plan.n_levels, n), dtype=np.float64)
+    # a block's buffer and its partial costs; the parallel kernel holds a group of them,
+    # at most as many as fit in twice the table and 64 MiB (the sums do not depend on it)
+    per_block = 8 * n * (width + plan.n_levels)
+    check_memory(table.nbytes + per_block, "The cost table of the wavelet packet dictionary")
+    n_blocks = -(-B // width)
+    if rows.size < _kernels.SERIAL_SIZE or n_blocks < 2:
+        run, group = _slot_kernels.dictionary_costs_serial, 1
+    else:
+        fits = max(1, (2 * table.nbytes + 2**26) // per_block)
+        run = _slot_kernels.dictionary_costs
+        group = int(min(n_blocks, 4 * numba.get_num_threads(), fits))
+    run(rows, scale, sl.lev, sl.pair_a, sl.pair_b, sl.w, kind, power, width, group, table)
+    return np.take_along_axis(table, sl.slot_of, axis=1)
 
 
 def _callable_cost(func, level):

@@ -1,0 +1,177 @@
+"""Kernels of the in-place Haar-Walsh packet dictionary (arrays in, arrays out).
+
+The data go through the dictionary a block of ``width`` columns at a time: a block of the
+``n`` rows (``n x width`` values, 512 kB for ``n = 1024`` and ``WIDTH = 64``) is copied once
+into a contiguous buffer, where every level is computed from the one below in place by the
+butterfly pairs of ``skorg.transforms._packet_slots`` (a pair reads and rewrites two rows
+of the buffer), so the data are read from memory once. The pairs run in the schedule's
+order: every region's pairs after those of the regions inside it (depth first), so that the
+levels of a small region are all computed while its rows sit in the L1 cache, and only the
+few large regions stream through L2. The butterflies are those of
+:mod:`skorg._kernels._packets` (``x * u + y * v``, the same rounding), so every coefficient
+is the same, bit for bit.
+
+Costs are summed per block into ``part`` (one ``(levels, n)`` array per block of a group),
+then added into the table block by block in column order: the sums do not depend on the
+number of threads or the size of a group.
+"""
+
+import math
+
+import numba
+import numpy as np
+from numba import prange
+
+from ._packets import COST_L1, COST_LP
+
+# Columns per block. The width reaches the loops as a run-time argument: a loop of a constant
+# 16 or 32 is unrolled and then left scalar (the two rows of a pair may alias as far as LLVM
+# knows), while a loop of unknown length is vectorized behind one run-time overlap check.
+# 64 columns: 0.08 ns per value and level against 0.15 for 16 (a pair's fixed cost: its
+# indices, weights and two horizontal sums, spread over more columns).
+WIDTH = 64
+
+
+@numba.njit(cache=True)
+def _row_cost(row, kind, power):
+    # the l^p and entropy costs (the l1 sums are written out in the loops below)
+    acc = 0.0
+    for t in range(row.shape[0]):
+        a = abs(row[t])
+        if kind == COST_LP:
+            acc += a**power if a > 0.0 else 0.0
+        else:
+            e = a * a
+            acc += -e * math.log(e) if e > 0.0 else 0.0
+    return acc
+
+
+@numba.njit(cache=True)
+def load_block(rows, lo, scale, buf):
+    """``buf[:, :m] = scale * rows[:, lo:lo + m]`` (``m`` the columns left, at most the
+    buffer's width), zeros after (a zero costs nothing and stays zero)."""
+    n, b = rows.shape
+    width = buf.shape[1]
+    m = min(width, b - lo)
+    for s in range(n):
+        src, dst = rows[s, lo : lo + m], buf[s]
+        for t in range(m):
+            dst[t] = src[t] * scale
+        for t in range(m, width):
+            dst[t] = 0.0
+
+
+@numba.njit(cache=True, fastmath={"reassoc"})
+def block_costs(buf, lev, pa, pb, w, kind, power, part):
+    """Every level of one block in place, in the schedule's order; ``part[j, s]``: the cost
+    of the row in slot ``s`` at level ``j`` (written for the slots that change only, and
+    for every slot of the finest level, row ``part.shape[0] - 1``).
+
+    The l1 norms are summed in the butterfly loop, written out here rather than called: a
+    call per pair costs more than the pair (its row views are reference-counted). The
+    reassociation lets the sums vectorize; it leaves the butterflies alone (two products
+    and one sum each, the weights known at run time only: nothing to reassociate, and no
+    fused multiply-add, which needs the separate "contract" flag), so the rows are the
+    plain butterflies', bit for bit (tests/transforms/test_packet_slots.py).
+    """
+    last = part.shape[0] - 1
+    width = buf.shape[1]
+    l1 = kind == COST_L1
+    for s in range(buf.shape[0]):
+        row = buf[s]
+        if l1:
+            acc = 0.0
+            for t in range(width):
+                acc += abs(row[t])
+            part[last, s] = acc
+        else:
+            part[last, s] = _row_cost(row, kind, power)
+    if l1:
+        for q in range(pa.shape[0]):
+            a, b, j = pa[q], pb[q], lev[q]
+            ra, rb = buf[a], buf[b]
+            x0, y0, x1, y1 = w[q, 0], w[q, 1], w[q, 2], w[q, 3]
+            acc_a = 0.0
+            acc_b = 0.0
+            for t in range(width):
+                u, v = ra[t], rb[t]
+                na = x0 * u + y0 * v
+                nb = x1 * u + y1 * v
+                ra[t] = na
+                rb[t] = nb
+                acc_a += abs(na)
+                acc_b += abs(nb)
+            part[j, a] = acc_a
+            part[j, b] = acc_b
+        return
+    for q in range(pa.shape[0]):
+        a, b, j = pa[q], pb[q], lev[q]
+        ra, rb = buf[a], buf[b]
+        x0, y0, x1, y1 = w[q, 0], w[q, 1], w[q, 2], w[q, 3]
+        for t in range(width):
+            u, v = ra[t], rb[t]
+            ra[t] = x0 * u + y0 * v
+            rb[t] = x1 * u + y1 * v
+        part[j, a] = _row_cost(ra, kind, power)
+        part[j, b] = _row_cost(rb, kind, power)
+
+
+@numba.njit(cache=True)
+def _add_part(table, part, lev, pa, pb):
+    last = table.shape[0] - 1
+    for s in range(table.shape[1]):
+        table[last, s] += part[last, s]
+    for q in range(pa.shape[0]):
+        j, a, b = lev[q], pa[q], pb[q]
+        table[j, a] += part[j, a]
+        table[j, b] += part[j, b]
+
+
+@numba.njit(cache=True)
+def carry_costs(table, lev, pa, pb):
+    """The slots that do not change between levels ``j + 1`` and ``j`` keep their cost."""
+    n_levels, n = table.shape
+    moved = np.zeros((n_levels, n), dtype=np.bool_)
+    for q in range(pa.shape[0]):
+        moved[lev[q], pa[q]] = True
+        moved[lev[q], pb[q]] = True
+    for j in range(n_levels - 2, -1, -1):
+        for s in range(n):
+            if not moved[j, s]:
+                table[j, s] = table[j + 1, s]
+
+
+@numba.njit(parallel=True, cache=True)
+def dictionary_costs(rows, scale, lev, pa, pb, w, kind, power, width, group, table):
+    """``table[j, s]`` (zeros in): the cost of ``scale * rows`` at slot ``s`` of level ``j``,
+    summed over the columns; blocks of ``width`` columns (WIDTH, passed at run time),
+    ``group`` blocks at a time across the threads."""
+    n, b = rows.shape
+    n_levels = table.shape[0]
+    n_blocks = (b + width - 1) // width
+    bufs = np.empty((group, n, width), dtype=np.float64)
+    part = np.empty((group, n_levels, n), dtype=np.float64)
+    for g0 in range(0, n_blocks, group):
+        m = min(group, n_blocks - g0)
+        for g in prange(m):
+            load_block(rows, (g0 + g) * width, scale, bufs[g])
+            block_costs(bufs[g], lev, pa, pb, w, kind, power, part[g])
+        for g in range(m):
+            _add_part(table, part[g], lev, pa, pb)
+    carry_costs(table, lev, pa, pb)
+
+
+@numba.njit(cache=True)
+def dictionary_costs_serial(rows, scale, lev, pa, pb, w, kind, power, width, group, table):
+    """The serial twin of :func:`dictionary_costs` (``group`` is ignored: one block at a
+    time, the same sums)."""
+    n, b = rows.shape
+    n_levels = table.shape[0]
+    n_blocks = (b + width - 1) // width
+    buf = np.empty((n, width), dtype=np.float64)
+    part = np.empty((n_levels, n), dtype=np.float64)
+    for blk in range(n_blocks):
+        load_block(rows, blk * width, scale, buf)
+        block_costs(buf, lev, pa, pb, w, kind, power, part)
+        _add_part(table, part, lev, pa, pb)
+    carry_costs(table, lev, pa, pb)
