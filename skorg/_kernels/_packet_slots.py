@@ -1,13 +1,13 @@
 """Kernels of the in-place Haar-Walsh packet dictionary (arrays in, arrays out).
 
 The data go through the dictionary a block of ``width`` columns at a time: a block of the
-``n`` rows (``n x width`` values, 512 kB for ``n = 1024`` and ``WIDTH = 64``) is copied once
-into a contiguous buffer, where every level is computed from the one below in place by the
-butterfly pairs of ``skorg.transforms._packet_slots`` (a pair reads and rewrites two rows
-of the buffer), so the data are read from memory once. The pairs run in the schedule's
-order: every region's pairs after those of the regions inside it (depth first), so that the
-levels of a small region are all computed while its rows sit in the L1 cache, and only the
-few large regions stream through L2. The butterflies are those of
+``n`` rows (``n x width`` values, at most 2 MiB) is copied once into a contiguous buffer,
+where every level is computed from the one below in place by the butterfly pairs of
+``skorg.transforms._packet_slots`` (a pair reads and rewrites two rows of the buffer; a quad
+two pairs and the two pairs above them), so the data are read from memory once. The ops run
+in the schedule's order: every region's after those of the regions inside it (depth
+first), so that the levels of a small region are all computed while its rows sit in the L1
+cache, and only the few large regions stream through L2. The butterflies are those of
 :mod:`skorg._kernels._packets` (``x * u + y * v``, the same rounding), so every coefficient
 is the same, bit for bit.
 
@@ -24,11 +24,13 @@ from numba import prange
 
 from ._packets import COST_L1, COST_LP
 
-# Columns per block. The width reaches the loops as a run-time argument: a loop of a constant
-# 16 or 32 is unrolled and then left scalar (the two rows of a pair may alias as far as LLVM
-# knows), while a loop of unknown length is vectorized behind one run-time overlap check.
-# 64 columns: 0.08 ns per value and level against 0.15 for 16 (a pair's fixed cost: its
-# indices, weights and two horizontal sums, spread over more columns).
+# Columns per block (the callers choose it from the sizes, see
+# skorg.transforms._packet_core._block_width; WIDTH: the tests' default). The width reaches
+# the loops as a run-time argument: a loop of a constant 16 or 32 is unrolled and then left
+# scalar (the two rows of a pair may alias as far as LLVM knows), while a loop of unknown
+# length is vectorized behind one run-time overlap check. 64 columns: 0.08 ns per value and
+# level against 0.15 for 16 (a pair's fixed cost: its indices, weights and two horizontal
+# sums, spread over more columns).
 WIDTH = 64
 
 
@@ -116,6 +118,82 @@ def block_costs(buf, lev, pa, pb, w, kind, power, part):
         part[j, b] = _row_cost(rb, kind, power)
 
 
+@numba.njit(cache=True, fastmath={"reassoc"})
+def block_costs_fused(buf, op_quad, op_ref, lev, pa, pb, w, qlev, qs, qw, part):
+    """:func:`block_costs` for the l1 cost, by the fused schedule: a quad reads its four
+    rows once, makes the two pairs of its lower level and then the two of the level above
+    (the same butterflies, in the same order per value, so the same rows and sums), and
+    writes them once."""
+    last = part.shape[0] - 1
+    width = buf.shape[1]
+    for s in range(buf.shape[0]):
+        row = buf[s]
+        acc = 0.0
+        for t in range(width):
+            acc += abs(row[t])
+        part[last, s] = acc
+    for k in range(op_quad.shape[0]):
+        r = op_ref[k]
+        if not op_quad[k]:
+            a, b, j = pa[r], pb[r], lev[r]
+            ra, rb = buf[a], buf[b]
+            x0, y0, x1, y1 = w[r, 0], w[r, 1], w[r, 2], w[r, 3]
+            acc_a = 0.0
+            acc_b = 0.0
+            for t in range(width):
+                u, v = ra[t], rb[t]
+                na = x0 * u + y0 * v
+                nb = x1 * u + y1 * v
+                ra[t] = na
+                rb[t] = nb
+                acc_a += abs(na)
+                acc_b += abs(nb)
+            part[j, a] = acc_a
+            part[j, b] = acc_b
+            continue
+        j = qlev[r]
+        a, b, c, d = qs[r, 0], qs[r, 1], qs[r, 2], qs[r, 3]
+        ra, rb, rc, rd = buf[a], buf[b], buf[c], buf[d]
+        # the weights as scalars: read through the array inside the loop, LLVM could not
+        # tell them apart from the rows it writes
+        g0, g1, g2, g3 = qw[r, 0], qw[r, 1], qw[r, 2], qw[r, 3]
+        g4, g5, g6, g7 = qw[r, 4], qw[r, 5], qw[r, 6], qw[r, 7]
+        g8, g9, g10, g11 = qw[r, 8], qw[r, 9], qw[r, 10], qw[r, 11]
+        g12, g13, g14, g15 = qw[r, 12], qw[r, 13], qw[r, 14], qw[r, 15]
+        s1a, s1b, s1c, s1d = 0.0, 0.0, 0.0, 0.0
+        s2a, s2b, s2c, s2d = 0.0, 0.0, 0.0, 0.0
+        for t in range(width):
+            ua, ub, uc, ud = ra[t], rb[t], rc[t], rd[t]
+            na = g0 * ua + g1 * ub
+            nb = g2 * ua + g3 * ub
+            nc = g4 * uc + g5 * ud
+            nd = g6 * uc + g7 * ud
+            s1a += abs(na)
+            s1b += abs(nb)
+            s1c += abs(nc)
+            s1d += abs(nd)
+            ma = g8 * na + g9 * nc
+            mc = g10 * na + g11 * nc
+            mb = g12 * nb + g13 * nd
+            md = g14 * nb + g15 * nd
+            ra[t] = ma
+            rb[t] = mb
+            rc[t] = mc
+            rd[t] = md
+            s2a += abs(ma)
+            s2b += abs(mb)
+            s2c += abs(mc)
+            s2d += abs(md)
+        part[j, a] = s1a
+        part[j, b] = s1b
+        part[j, c] = s1c
+        part[j, d] = s1d
+        part[j - 1, a] = s2a
+        part[j - 1, b] = s2b
+        part[j - 1, c] = s2c
+        part[j - 1, d] = s2d
+
+
 @numba.njit(cache=True)
 def _add_part(table, part, lev, pa, pb):
     last = table.shape[0] - 1
@@ -142,10 +220,13 @@ def carry_costs(table, lev, pa, pb):
 
 
 @numba.njit(parallel=True, cache=True)
-def dictionary_costs(rows, scale, lev, pa, pb, w, kind, power, width, group, table):
+def dictionary_costs(rows, scale, sched, kind, power, width, group, table):
     """``table[j, s]`` (zeros in): the cost of ``scale * rows`` at slot ``s`` of level ``j``,
     summed over the columns; blocks of ``width`` columns (WIDTH, passed at run time),
-    ``group`` blocks at a time across the threads."""
+    ``group`` blocks at a time across the threads. ``sched``: the schedule's arrays
+    ``(lev, pa, pb, w, op_quad, op_ref, quad_lev, quad_slots, quad_w)``; the l1 cost runs
+    the fused schedule when ``op_quad`` is not empty, the others the pairs."""
+    lev, pa, pb, w, op_quad, op_ref, qlev, qs, qw = sched
     n, b = rows.shape
     n_levels = table.shape[0]
     n_blocks = (b + width - 1) // width
@@ -155,16 +236,20 @@ def dictionary_costs(rows, scale, lev, pa, pb, w, kind, power, width, group, tab
         m = min(group, n_blocks - g0)
         for g in prange(m):
             load_block(rows, (g0 + g) * width, scale, bufs[g])
-            block_costs(bufs[g], lev, pa, pb, w, kind, power, part[g])
+            if kind == COST_L1 and op_quad.shape[0]:
+                block_costs_fused(bufs[g], op_quad, op_ref, lev, pa, pb, w, qlev, qs, qw, part[g])
+            else:
+                block_costs(bufs[g], lev, pa, pb, w, kind, power, part[g])
         for g in range(m):
             _add_part(table, part[g], lev, pa, pb)
     carry_costs(table, lev, pa, pb)
 
 
 @numba.njit(cache=True)
-def dictionary_costs_serial(rows, scale, lev, pa, pb, w, kind, power, width, group, table):
+def dictionary_costs_serial(rows, scale, sched, kind, power, width, group, table):
     """The serial twin of :func:`dictionary_costs` (``group`` is ignored: one block at a
     time, the same sums)."""
+    lev, pa, pb, w, op_quad, op_ref, qlev, qs, qw = sched
     n, b = rows.shape
     n_levels = table.shape[0]
     n_blocks = (b + width - 1) // width
@@ -172,6 +257,9 @@ def dictionary_costs_serial(rows, scale, lev, pa, pb, w, kind, power, width, gro
     part = np.empty((n_levels, n), dtype=np.float64)
     for blk in range(n_blocks):
         load_block(rows, blk * width, scale, buf)
-        block_costs(buf, lev, pa, pb, w, kind, power, part)
+        if kind == COST_L1 and op_quad.shape[0]:
+            block_costs_fused(buf, op_quad, op_ref, lev, pa, pb, w, qlev, qs, qw, part)
+        else:
+            block_costs(buf, lev, pa, pb, w, kind, power, part)
         _add_part(table, part, lev, pa, pb)
     carry_costs(table, lev, pa, pb)

@@ -5,7 +5,7 @@ import pytest
 
 from skorg._kernels import _packet_slots as K
 from skorg.transforms import wavelet_packet_dictionary
-from skorg.transforms._packet_core import _cost_table, _rows
+from skorg.transforms._packet_core import _cost_table, _rows, _schedule
 from skorg.transforms._packet_plan import get_packet_plan
 from skorg.trees import dyadic_tree, linkage_tree
 from tests.transforms.test_packets import IDS, TREES, random_tree
@@ -76,19 +76,46 @@ def test_serial_and_parallel_kernels_sum_alike_whatever_the_group():
     plan = get_packet_plan(tree)
     sl = plan.slots
     rows = _rows(rng.standard_normal((300, 700)), plan, 0)
-    tables = []
-    for run, group in (
-        (K.dictionary_costs_serial, 1),
-        (K.dictionary_costs, 1),
-        (K.dictionary_costs, 3),
-        (K.dictionary_costs, 11),
-        (K.dictionary_costs, 64),
-    ):
-        table = np.zeros((plan.n_levels, plan.n))
-        run(rows, 0.5, sl.lev, sl.pair_a, sl.pair_b, sl.w, 0, 1.0, K.WIDTH, group, table)
-        tables.append(table)
-    for other in tables[1:]:
-        np.testing.assert_array_equal(other, tables[0])
+    for fused in (True, False):
+        tables = []
+        for run, group in (
+            (K.dictionary_costs_serial, 1),
+            (K.dictionary_costs, 1),
+            (K.dictionary_costs, 3),
+            (K.dictionary_costs, 11),
+            (K.dictionary_costs, 64),
+        ):
+            table = np.zeros((plan.n_levels, plan.n))
+            run(rows, 0.5, _schedule(sl, fused), 0, 1.0, K.WIDTH, group, table)
+            tables.append(table)
+        for other in tables[1:]:
+            np.testing.assert_array_equal(other, tables[0])
+
+
+@pytest.mark.parametrize("tree", ALL, ids=ALL_IDS)
+def test_the_fused_schedule_gives_the_same_rows_and_costs(tree):
+    n = tree.n_points
+    rng = np.random.default_rng(n + 2)
+    plan = get_packet_plan(tree)
+    sl = plan.slots
+    rows = _rows(rng.standard_normal((K.WIDTH, n)) * np.exp(rng.standard_normal(n)), plan, 1)
+    out = []
+    for fused in (True, False):
+        buf = np.zeros((n, K.WIDTH))
+        K.load_block(rows, 0, 1.0, buf)
+        part = np.full((plan.n_levels, n), np.nan)
+        if fused:
+            quads = (sl.op_quad, sl.op_ref, sl.lev, sl.pair_a, sl.pair_b, sl.w)
+            K.block_costs_fused(buf, *quads, sl.quad_lev, sl.quad_slots, sl.quad_w, part)
+        else:
+            K.block_costs(buf, sl.lev, sl.pair_a, sl.pair_b, sl.w, 0, 1.0, part)
+        out.append((buf, part))
+    np.testing.assert_array_equal(out[0][0], out[1][0])  # level 0, bit for bit
+    # the same entries written, their sums equal up to the order of the vector sums
+    np.testing.assert_array_equal(np.isnan(out[0][1]), np.isnan(out[1][1]))
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-14, atol=0)
+    if tree.n_points == 64:  # a perfect dyadic tree: every pair is in a quad
+        assert sl.op_quad.all() and 4 * sl.quad_lev.shape[0] == sl.lev.shape[0]
 
 
 def test_the_schedule_runs_every_region_after_the_regions_inside_it():
