@@ -5,9 +5,10 @@
    kinds x two seeds; digits by name), trees from the default
    :class:`~skorg.QuestionnaireOrganizer`, and on them: the normalized l1 cost
    ``||C||_1 / ||X||_2`` of the tensor Haar basis, of the separable best basis (alternating,
-   the default), of the independent per-axis choice and of the time-frequency tilings
-   (alternating); and the relative error after keeping
-   the 5% largest coefficients in the Haar and in the best basis.
+   the default), of the independent per-axis choice, of the time-frequency tilings
+   (alternating) and of the 2-D (non-separable) tiling; and the relative error after keeping
+   the 5% largest coefficients in the Haar basis, the best basis and the 2-D tiling (NaN
+   where the 2-D search is past its size limit).
 2. ``denoise``: a known-noise experiment: clean shuffled smooth matrices (and one with an
    oscillating factor) plus Gaussian noise of known sigma, trees organized on the noisy
    matrix, soft thresholding at the universal threshold with the true sigma in the Haar and
@@ -25,12 +26,13 @@
    - *tree Haar*: the median time of ``haar_transform(X, tree, axis=0)`` divided by the
      tree's number of levels above the leaves, ``tree.n_levels - 1``;
    - *ratio*: the first over the second (the target: at most 2). Both are timed in turns,
-     nine times each, in the same run. Also listed: the materialized dictionary
+     25 times each, in the same run; the ratio of the fastest runs beside it is the figure
+     of a quiet machine. Also listed: the materialized dictionary
      (``wavelet_packet_dictionary``, which writes ``n_levels`` copies of X) per level.
 
 Run ``python benchmarks/bench_wavelet_packets.py`` (all three) or name the parts
 (``suite digits denoise runtime``). This machine is shared: the times are the best of three
-runs after a warm-up (the per-level figures: medians of nine, in turns), and only ratios
+runs after a warm-up (the per-level figures: medians of 25, in turns), and only ratios
 measured in the same run compare.
 """
 
@@ -45,6 +47,7 @@ import numpy as np
 from skorg import QuestionnaireOrganizer
 from skorg.datasets import make_shuffled_matrix
 from skorg.transforms import (
+    best_wavelet_packet_tiling_2d,
     haar_compress,
     haar_denoise,
     haar_transform,
@@ -52,8 +55,9 @@ from skorg.transforms import (
     multi_haar_transform,
     multi_wavelet_packet_transform,
     wavelet_packet_dictionary,
+    wavelet_packet_transform_2d,
 )
-from skorg.transforms._packet_core import _cost_table, _rows
+from skorg.transforms._packet_core import _block_width, _cost_table, _rows
 from skorg.transforms._packet_plan import get_packet_plan
 from skorg.trees import dyadic_tree, linkage_tree
 
@@ -68,9 +72,9 @@ def best_of(func, repeat=3):
     return min(times)
 
 
-def medians_in_turns(*funcs, repeat=9):
-    """The median time of each function, run in turns (one warm-up each first), so that a
-    change of the machine's load falls on all of them alike."""
+def medians_in_turns(*funcs, repeat=25, stat=np.median):
+    """The median (``stat``) time of each function, run in turns (one warm-up each first),
+    so that a change of the machine's load falls on all of them alike."""
     for func in funcs:
         func()
     times = [[] for _ in funcs]
@@ -79,7 +83,7 @@ def medians_in_turns(*funcs, repeat=9):
             t = time.perf_counter()
             func()
             times[k].append(time.perf_counter() - t)
-    return [float(np.median(v)) for v in times]
+    return [float(stat(v)) for v in times], [float(np.min(v)) for v in times]
 
 
 def peak_mib(func):
@@ -113,17 +117,31 @@ def scores(X, trees):
     c_indep = float(np.abs(multi_wavelet_packet_transform(X, trees, indep)).sum()) / norm
     e_haar = haar_compress(X, trees, fraction=0.05).relative_error
     e_best = haar_compress(X, trees, fraction=0.05, basis=best).relative_error
+    # the 2-D (non-separable) tiling; its 5% error read off its coefficients (orthonormal:
+    # the error is the norm of those left out); NaN where the search is past its limit
+    try:
+        tiling = best_wavelet_packet_tiling_2d(X, trees)
+    except MemoryError:
+        c_2d = e_2d = float("nan")
+    else:
+        C = np.abs(wavelet_packet_transform_2d(X, trees, tiling))
+        c_2d = float(C.sum()) / norm
+        keep = int(np.ceil(0.05 * C.size))  # as haar_compress counts a fraction
+        left = np.sort(C)[::-1][keep:]
+        e_2d = float(np.sqrt(np.sum(left**2))) / norm
     return {
         "l1 haar": haar,
         "l1 best": c_best,
         "l1 indep": c_indep,
         "l1 tf": c_tf,
+        "l1 2-D": c_2d,
         "err5 haar": e_haar,
         "err5 best": e_best,
+        "err5 2-D": e_2d,
     }
 
 
-COLS = ["l1 haar", "l1 best", "l1 indep", "l1 tf", "err5 haar", "err5 best"]
+COLS = ["l1 haar", "l1 best", "l1 indep", "l1 tf", "l1 2-D", "err5 haar", "err5 best", "err5 2-D"]
 
 
 def print_row(name, row):
@@ -195,15 +213,19 @@ def bench_runtime(n=1024):
             lambda t=tree: multi_best_wavelet_packet_basis(X, [t, t], direction="time-frequency")
         )
         mem = peak_mib(lambda t=tree: multi_best_wavelet_packet_basis(X, [t, t]))
+        # the cost pass's own buffers, allocated inside numba (not seen by tracemalloc): a
+        # block of the rows and its partial costs
+        scratch = 8 * n * (_block_width(n, n) + 8 + plan.n_levels) / 2**20
         print(
             f"{name:<16} {plan.n_levels:>3} levels: one pass per axis {one:.3f} s, "
             f"alternating {alt:.3f} s (time-frequency {tf:.3f} s), peak {mem:.0f} MiB "
+            f"of NumPy allocations + {scratch:.1f} MiB of kernel scratch "
             f"(X: {X.nbytes / 2**20:.0f} MiB)"
         )
         # time per level: the dictionary pass against the tree Haar transform (see the
-        # module docstring), timed in turns in the same run, medians of nine
+        # module docstring), timed in turns in the same run, medians of 25
         rows = _rows(X, plan, 0)
-        t_dict, t_haar = medians_in_turns(
+        (t_dict, t_haar), (m_dict, m_haar) = medians_in_turns(
             lambda p=plan, r=rows: _cost_table(r, p, "l1"),
             lambda t=tree: haar_transform(X, t, axis=0),
         )
@@ -213,8 +235,9 @@ def bench_runtime(n=1024):
         print(
             f"{'':<16} per level: dictionary {per_dict * 1e3:.3f} ms ({d_levels} levels, "
             f"{t_dict * 1e3:.2f} ms), tree Haar {per_haar * 1e3:.3f} ms ({h_levels} levels, "
-            f"{t_haar * 1e3:.2f} ms): ratio {per_dict / per_haar:.2f}; materialized "
-            f"dictionary {t_full / d_levels * 1e3:.2f} ms per level"
+            f"{t_haar * 1e3:.2f} ms): ratio {per_dict / per_haar:.2f} (of the fastest runs "
+            f"{(m_dict / d_levels) / (m_haar / h_levels):.2f}); materialized dictionary "
+            f"{t_full / d_levels * 1e3:.2f} ms per level"
         )
 
 

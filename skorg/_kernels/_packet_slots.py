@@ -32,6 +32,10 @@ from ._packets import COST_L1, COST_LP
 # level against 0.15 for 16 (a pair's fixed cost: its indices, weights and two horizontal
 # sums, spread over more columns).
 WIDTH = 64
+# padding of a block's rows: with rows of a power of two of bytes, the two rows of a pair a
+# power of two of rows apart sit a multiple of 4 kB apart, and the loads of one stall on
+# the stores to the other ("4K aliasing")
+PAD = 8
 
 
 @numba.njit(cache=True)
@@ -49,11 +53,11 @@ def _row_cost(row, kind, power):
 
 
 @numba.njit(cache=True)
-def load_block(rows, lo, scale, buf):
-    """``buf[:, :m] = scale * rows[:, lo:lo + m]`` (``m`` the columns left, at most the
-    buffer's width), zeros after (a zero costs nothing and stays zero)."""
+def load_block(rows, lo, scale, buf, width):
+    """``buf[:, :m] = scale * rows[:, lo:lo + m]`` (``m`` the columns left, at most
+    ``width``), zeros after up to ``width`` (a zero costs nothing and stays zero); columns
+    of ``buf`` past ``width`` are padding."""
     n, b = rows.shape
-    width = buf.shape[1]
     m = min(width, b - lo)
     for s in range(n):
         src, dst = rows[s, lo : lo + m], buf[s]
@@ -64,7 +68,7 @@ def load_block(rows, lo, scale, buf):
 
 
 @numba.njit(cache=True, fastmath={"reassoc"})
-def block_costs(buf, lev, pa, pb, w, kind, power, part):
+def block_costs(buf, width, lev, pa, pb, w, kind, power, part):
     """Every level of one block in place, in the schedule's order; ``part[j, s]``: the cost
     of the row in slot ``s`` at level ``j`` (written for the slots that change only, and
     for every slot of the finest level, row ``part.shape[0] - 1``).
@@ -77,7 +81,6 @@ def block_costs(buf, lev, pa, pb, w, kind, power, part):
     plain butterflies', bit for bit (tests/transforms/test_packet_slots.py).
     """
     last = part.shape[0] - 1
-    width = buf.shape[1]
     l1 = kind == COST_L1
     for s in range(buf.shape[0]):
         row = buf[s]
@@ -87,7 +90,7 @@ def block_costs(buf, lev, pa, pb, w, kind, power, part):
                 acc += abs(row[t])
             part[last, s] = acc
         else:
-            part[last, s] = _row_cost(row, kind, power)
+            part[last, s] = _row_cost(row[:width], kind, power)
     if l1:
         for q in range(pa.shape[0]):
             a, b, j = pa[q], pb[q], lev[q]
@@ -114,18 +117,17 @@ def block_costs(buf, lev, pa, pb, w, kind, power, part):
             u, v = ra[t], rb[t]
             ra[t] = x0 * u + y0 * v
             rb[t] = x1 * u + y1 * v
-        part[j, a] = _row_cost(ra, kind, power)
-        part[j, b] = _row_cost(rb, kind, power)
+        part[j, a] = _row_cost(ra[:width], kind, power)
+        part[j, b] = _row_cost(rb[:width], kind, power)
 
 
 @numba.njit(cache=True, fastmath={"reassoc"})
-def block_costs_fused(buf, op_quad, op_ref, lev, pa, pb, w, qlev, qs, qw, part):
+def block_costs_fused(buf, width, op_quad, op_ref, lev, pa, pb, w, qlev, qs, qw, part):
     """:func:`block_costs` for the l1 cost, by the fused schedule: a quad reads its four
     rows once, makes the two pairs of its lower level and then the two of the level above
     (the same butterflies, in the same order per value, so the same rows and sums), and
     writes them once."""
     last = part.shape[0] - 1
-    width = buf.shape[1]
     for s in range(buf.shape[0]):
         row = buf[s]
         acc = 0.0
@@ -220,46 +222,45 @@ def carry_costs(table, lev, pa, pb):
 
 
 @numba.njit(parallel=True, cache=True)
-def dictionary_costs(rows, scale, sched, kind, power, width, group, table):
+def dictionary_costs(rows, scale, sched, kind, power, width, bufs, part, table):
     """``table[j, s]`` (zeros in): the cost of ``scale * rows`` at slot ``s`` of level ``j``,
-    summed over the columns; blocks of ``width`` columns (WIDTH, passed at run time),
-    ``group`` blocks at a time across the threads. ``sched``: the schedule's arrays
+    summed over the columns; blocks of ``width`` columns (passed at run time), as many at a
+    time across the threads as ``bufs`` (``(group, n, width + PAD)``) and ``part``
+    (``(group, n_levels, n)``, scratch) hold. ``sched``: the schedule's arrays
     ``(lev, pa, pb, w, op_quad, op_ref, quad_lev, quad_slots, quad_w)``; the l1 cost runs
     the fused schedule when ``op_quad`` is not empty, the others the pairs."""
     lev, pa, pb, w, op_quad, op_ref, qlev, qs, qw = sched
-    n, b = rows.shape
-    n_levels = table.shape[0]
+    b = rows.shape[1]
+    group = bufs.shape[0]
     n_blocks = (b + width - 1) // width
-    bufs = np.empty((group, n, width), dtype=np.float64)
-    part = np.empty((group, n_levels, n), dtype=np.float64)
     for g0 in range(0, n_blocks, group):
         m = min(group, n_blocks - g0)
         for g in prange(m):
-            load_block(rows, (g0 + g) * width, scale, bufs[g])
+            load_block(rows, (g0 + g) * width, scale, bufs[g], width)
             if kind == COST_L1 and op_quad.shape[0]:
-                block_costs_fused(bufs[g], op_quad, op_ref, lev, pa, pb, w, qlev, qs, qw, part[g])
+                block_costs_fused(
+                    bufs[g], width, op_quad, op_ref, lev, pa, pb, w, qlev, qs, qw, part[g]
+                )
             else:
-                block_costs(bufs[g], lev, pa, pb, w, kind, power, part[g])
+                block_costs(bufs[g], width, lev, pa, pb, w, kind, power, part[g])
         for g in range(m):
             _add_part(table, part[g], lev, pa, pb)
     carry_costs(table, lev, pa, pb)
 
 
 @numba.njit(cache=True)
-def dictionary_costs_serial(rows, scale, sched, kind, power, width, group, table):
-    """The serial twin of :func:`dictionary_costs` (``group`` is ignored: one block at a
-    time, the same sums)."""
+def dictionary_costs_serial(rows, scale, sched, kind, power, width, bufs, part, table):
+    """The serial twin of :func:`dictionary_costs` (one block at a time, in ``bufs[0]``
+    and ``part[0]``: the same sums)."""
     lev, pa, pb, w, op_quad, op_ref, qlev, qs, qw = sched
-    n, b = rows.shape
-    n_levels = table.shape[0]
+    b = rows.shape[1]
     n_blocks = (b + width - 1) // width
-    buf = np.empty((n, width), dtype=np.float64)
-    part = np.empty((n_levels, n), dtype=np.float64)
+    buf, part = bufs[0], part[0]
     for blk in range(n_blocks):
-        load_block(rows, blk * width, scale, buf)
+        load_block(rows, blk * width, scale, buf, width)
         if kind == COST_L1 and op_quad.shape[0]:
-            block_costs_fused(buf, op_quad, op_ref, lev, pa, pb, w, qlev, qs, qw, part)
+            block_costs_fused(buf, width, op_quad, op_ref, lev, pa, pb, w, qlev, qs, qw, part)
         else:
-            block_costs(buf, lev, pa, pb, w, kind, power, part)
+            block_costs(buf, width, lev, pa, pb, w, kind, power, part)
         _add_part(table, part, lev, pa, pb)
     carry_costs(table, lev, pa, pb)

@@ -172,11 +172,12 @@ def _schedule(sl, fused=None):
 
 
 def _block_width(n, B):
-    """Columns per block of the cost pass: a block of at most 2 MiB (L2), 32 to 256 columns
-    (256 on 1024 points: 25% faster than 64, the fixed cost of a pair spread wider), and
-    never more than the data have (a single vector is not padded)."""
+    """Columns per block of the cost pass: a block of at most 2 MiB (L2) where that leaves
+    64 to 256 columns (256 on 1024 points: 25% faster than 64, the fixed cost of a pair
+    spread wider; 32 columns ran 4-5 times slower in the median than their best, under
+    load), and never more than the data have (a single vector is not padded)."""
     width = 1 << max(0, (2**18 // max(n, 1)).bit_length() - 1)
-    return int(min(B, max(32, min(256, width))))
+    return int(min(B, max(64, min(256, width))))
 
 
 def _slot_costs(rows, plan, kind, power, scale):
@@ -188,7 +189,7 @@ def _slot_costs(rows, plan, kind, power, scale):
     table = np.zeros((plan.n_levels, n), dtype=np.float64)
     # a block's buffer and its partial costs; the parallel kernel holds a group of them,
     # at most as many as fit in twice the table and 64 MiB (the sums do not depend on it)
-    per_block = 8 * n * (width + plan.n_levels)
+    per_block = 8 * n * (width + _slot_kernels.PAD + plan.n_levels)
     check_memory(table.nbytes + per_block, "The cost table of the wavelet packet dictionary")
     n_blocks = -(-B // width)
     if rows.size < _kernels.SERIAL_SIZE or n_blocks < 2:
@@ -197,7 +198,9 @@ def _slot_costs(rows, plan, kind, power, scale):
         fits = max(1, (2 * table.nbytes + 2**26) // per_block)
         run = _slot_kernels.dictionary_costs
         group = int(min(n_blocks, 4 * numba.get_num_threads(), fits))
-    run(rows, scale, _schedule(sl), kind, power, width, group, table)
+    bufs = np.empty((group, n, width + _slot_kernels.PAD), dtype=np.float64)
+    part = np.empty((group, plan.n_levels, n), dtype=np.float64)
+    run(rows, scale, _schedule(sl), kind, power, width, bufs, part, table)
     return np.take_along_axis(table, sl.slot_of, axis=1)
 
 

@@ -22,12 +22,14 @@ def _levels_in_place(rows, plan, width):
     out = []
     for j in range(plan.n_levels - 1, -1, -1):
         keep = sl.lev >= j  # the schedule without the pairs of the levels below j
-        buf = np.zeros((plan.n, width))
-        K.load_block(rows, 0, 1.0, buf)
+        buf = np.zeros((plan.n, width + K.PAD))
+        K.load_block(rows, 0, 1.0, buf, width)
         part = np.zeros((plan.n_levels, plan.n))
         w = np.ascontiguousarray(sl.w[keep])
-        K.block_costs(buf, sl.lev[keep], sl.pair_a[keep], sl.pair_b[keep], w, 0, 1.0, part)
+        lev, pa, pb = sl.lev[keep], sl.pair_a[keep], sl.pair_b[keep]
+        K.block_costs(buf, width, lev, pa, pb, w, 0, 1.0, part)
         out.append(buf[sl.slot_of[j], : rows.shape[1]])
+        assert not buf[:, width:].any()  # the padding is never touched
     return out[::-1]
 
 
@@ -86,7 +88,9 @@ def test_serial_and_parallel_kernels_sum_alike_whatever_the_group():
             (K.dictionary_costs, 64),
         ):
             table = np.zeros((plan.n_levels, plan.n))
-            run(rows, 0.5, _schedule(sl, fused), 0, 1.0, K.WIDTH, group, table)
+            bufs = np.empty((group, plan.n, K.WIDTH + K.PAD))
+            part = np.empty((group, plan.n_levels, plan.n))
+            run(rows, 0.5, _schedule(sl, fused), 0, 1.0, K.WIDTH, bufs, part, table)
             tables.append(table)
         for other in tables[1:]:
             np.testing.assert_array_equal(other, tables[0])
@@ -101,14 +105,14 @@ def test_the_fused_schedule_gives_the_same_rows_and_costs(tree):
     rows = _rows(rng.standard_normal((K.WIDTH, n)) * np.exp(rng.standard_normal(n)), plan, 1)
     out = []
     for fused in (True, False):
-        buf = np.zeros((n, K.WIDTH))
-        K.load_block(rows, 0, 1.0, buf)
+        buf = np.zeros((n, K.WIDTH + K.PAD))
+        K.load_block(rows, 0, 1.0, buf, K.WIDTH)
         part = np.full((plan.n_levels, n), np.nan)
         if fused:
             quads = (sl.op_quad, sl.op_ref, sl.lev, sl.pair_a, sl.pair_b, sl.w)
-            K.block_costs_fused(buf, *quads, sl.quad_lev, sl.quad_slots, sl.quad_w, part)
+            K.block_costs_fused(buf, K.WIDTH, *quads, sl.quad_lev, sl.quad_slots, sl.quad_w, part)
         else:
-            K.block_costs(buf, sl.lev, sl.pair_a, sl.pair_b, sl.w, 0, 1.0, part)
+            K.block_costs(buf, K.WIDTH, sl.lev, sl.pair_a, sl.pair_b, sl.w, 0, 1.0, part)
         out.append((buf, part))
     np.testing.assert_array_equal(out[0][0], out[1][0])  # level 0, bit for bit
     # the same entries written, their sums equal up to the order of the vector sums
