@@ -66,6 +66,7 @@ class WaveletPacketTiling2D:
             )
         self.levels, self.positions = levels, positions
         self.cost = None if cost is None else float(cost)
+        self._checked_for = None  # the trees it was found or checked a tiling of
         for arr in (self.levels, self.positions):
             arr.flags.writeable = False
 
@@ -135,13 +136,18 @@ def _level_basis(n, j):
     return WaveletPacketBasis(np.full(n, j), np.arange(n), name=f"level {j}")
 
 
-def _check_tiling(tiling, plans, name="basis"):
-    """The entries must lie in the dictionaries and tile the plane exactly once (a basis)."""
+def _check_tiling(tiling, trees, plans, name="basis"):
+    """The entries must lie in the dictionaries and tile the plane exactly once (a basis):
+    checked by a search over them (as costly as the search itself), once per tiling and
+    pair of trees (a tiling's entries cannot change)."""
     if not isinstance(tiling, WaveletPacketTiling2D):
         raise TypeError(
             f"{name} must be a WaveletPacketTiling2D (from best_wavelet_packet_tiling_2d), got "
             f"{type(tiling).__name__}."
         )
+    held = tiling._checked_for
+    if held is not None and held[0] is trees[0] and held[1] is trees[1]:
+        return
     n0, n1 = plans[0].n, plans[1].n
     if tiling.n_entries != n0 * n1:
         raise ValueError(
@@ -156,20 +162,24 @@ def _check_tiling(tiling, plans, name="basis"):
             )
     # exactly one tiling among the entries: the search with cost 0 on them, 1 elsewhere,
     # finds a tiling of cost 0, and there are as many entries as a tiling has
-    axes = [_Axis(p) for p in plans]
-    check_size(axes, n0, n1, MAX_TILE_PAIRS)
     L1 = plans[1].n_levels
     flat = ((tiling.levels[:, 0] * n0 + tiling.positions[:, 0]) * L1 + tiling.levels[:, 1]) * n1
     flat = flat + tiling.positions[:, 1]
     if np.unique(flat).shape[0] != flat.shape[0]:
         raise ValueError(f"{name} lists an entry twice.")
-    missing = np.ones((plans[0].n_levels, n0, L1, n1))
-    missing[
-        tiling.levels[:, 0], tiling.positions[:, 0], tiling.levels[:, 1], tiling.positions[:, 1]
-    ] = 0
-    _, value = search_tiling_2d(axes, lambda j0: missing[j0].transpose(1, 0, 2))
+    axes = [_Axis(p) for p in plans]
+    check_size(axes, n0, n1, MAX_TILE_PAIRS)
+
+    def missing(j0):  # (L1, n0, n1): 0 on the entries of row level j0, 1 elsewhere
+        out = np.ones((L1, n0, n1))
+        mine = tiling.levels[:, 0] == j0
+        out[tiling.levels[mine, 1], tiling.positions[mine, 0], tiling.positions[mine, 1]] = 0.0
+        return out
+
+    _, value = search_tiling_2d(axes, missing)
     if value != 0.0:
         raise ValueError(f"{name}'s entries are not a tiling of the 2-D dictionary (not a basis).")
+    tiling._checked_for = tuple(trees)
 
 
 def _costs(kind, power, func, values):
@@ -282,9 +292,11 @@ def best_wavelet_packet_tiling_2d(X, trees, *, cost="l1", max_tile_pairs=MAX_TIL
     )
     positions = np.concatenate([np.column_stack([p0, p1]) for _, _, p0, p1 in chosen])
     order = np.lexsort((positions[:, 1], positions[:, 0], levels[:, 1], levels[:, 0]))
-    return WaveletPacketTiling2D(
+    tiling = WaveletPacketTiling2D(
         levels[order], positions[order], cost=_reported_cost(cost, value, scale, energy)
     )
+    tiling._checked_for = tuple(trees)  # a tiling by construction
+    return tiling
 
 
 def wavelet_packet_transform_2d(X, trees, basis):
@@ -314,7 +326,7 @@ def wavelet_packet_transform_2d(X, trees, basis):
     """
     X, trees, _ = _check_matrix(X, trees, "X")
     plans = [get_packet_plan(t) for t in trees]
-    _check_tiling(basis, plans)
+    _check_tiling(basis, trees, plans)
     out = np.empty(basis.n_entries, dtype=X.dtype)
     n0, n1 = X.shape
     for j0 in np.unique(basis.levels[:, 0]):
@@ -360,7 +372,7 @@ def inverse_wavelet_packet_transform_2d(C, trees, basis):
     shape = tuple(getattr(t, "n_points", -1) for t in trees)
     _check_trees(trees, np.empty(shape if min(shape) >= 0 else (0, 0)), allow_none=False)
     plans = [get_packet_plan(t) for t in trees]
-    _check_tiling(basis, plans)
+    _check_tiling(basis, trees, plans)
     if C.shape[0] != basis.n_entries:
         raise ValueError(f"C has {C.shape[0]} coefficients; basis has {basis.n_entries} entries.")
     n0, n1 = shape
