@@ -38,17 +38,26 @@ WIDTH = 64
 PAD = 8
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath={"reassoc"})
 def _row_cost(row, kind, power):
-    # the l^p and entropy costs (the l1 sums are written out in the loops below)
+    # the l^p and entropy costs (the l1 sums are written out in the loops below), one loop
+    # per kind without a branch inside, so that each can vectorize (0 ** p = 0 for p > 0;
+    # the entropy's 0 log 0 = 0 through log(1))
     acc = 0.0
-    for t in range(row.shape[0]):
-        a = abs(row[t])
-        if kind == COST_LP:
-            acc += a**power if a > 0.0 else 0.0
+    if kind == COST_LP:
+        if power == 2.0:
+            for t in range(row.shape[0]):
+                acc += row[t] * row[t]
+        elif power == 0.5:  # a square root: one instruction, where pow is a libm call
+            for t in range(row.shape[0]):
+                acc += math.sqrt(abs(row[t]))
         else:
-            e = a * a
-            acc += -e * math.log(e) if e > 0.0 else 0.0
+            for t in range(row.shape[0]):
+                acc += abs(row[t]) ** power
+        return acc
+    for t in range(row.shape[0]):
+        e = row[t] * row[t]
+        acc -= e * math.log(e if e > 0.0 else 1.0)
     return acc
 
 
