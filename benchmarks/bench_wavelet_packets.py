@@ -26,9 +26,11 @@
    - *tree Haar*: the median time of ``haar_transform(X, tree, axis=0)`` divided by the
      tree's number of levels above the leaves, ``tree.n_levels - 1``;
    - *ratio*: the first over the second (the target: at most 2). Both are timed in turns,
-     25 times each, in the same run; the ratio of the fastest runs beside it is the figure
-     of a quiet machine. Also listed: the materialized dictionary
-     (``wavelet_packet_dictionary``, which writes ``n_levels`` copies of X) per level.
+     25 times each, in the same run; beside it, the ratio of the fastest runs of each, the
+     least disturbed by the machine's load. At this size ``haar_transform`` shares its work
+     between the threads and the dictionary pass runs on one (its parallel path starts at
+     2^22 values). Also listed: the materialized dictionary (``wavelet_packet_dictionary``,
+     which writes ``n_levels`` copies of X) per level.
 
 Run ``python benchmarks/bench_wavelet_packets.py`` (all three) or name the parts
 (``suite digits denoise runtime``). This machine is shared: the times are the best of three
