@@ -32,8 +32,13 @@
      2^22 values). Also listed: the materialized dictionary (``wavelet_packet_dictionary``,
      which writes ``n_levels`` copies of X) per level.
 
-Run ``python benchmarks/bench_wavelet_packets.py`` (all three) or name the parts
-(``suite digits denoise runtime``). This machine is shared: the times are the best of three
+4. ``tiling2d`` (by name only): the time and peak memory of
+   :func:`~skorg.transforms.best_wavelet_packet_tiling_2d` on perfect dyadic trees from
+   64 x 64 to 512 x 512 (traced with ``tracemalloc``, which slows NumPy a little), and its
+   refusal at 1024 x 1024.
+
+Run ``python benchmarks/bench_wavelet_packets.py`` (the first three) or name the parts
+(``suite digits denoise runtime tiling2d``). This machine is shared: the times are the best of three
 runs after a warm-up (the per-level figures: medians of 25, in turns), and only ratios
 measured in the same run compare.
 """
@@ -243,6 +248,26 @@ def bench_runtime(n=1024):
         )
 
 
+def bench_tiling_2d(sizes=(64, 128, 256, 512, 1024)):
+    print("\n## tiling2d: the 2-D time-frequency tiling search on perfect dyadic trees")
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        tree = dyadic_tree(n)
+        X = rng.standard_normal((n, n))
+        t = time.perf_counter()
+        tracemalloc.start()
+        try:
+            best_wavelet_packet_tiling_2d(X, [tree, tree])
+        except MemoryError as err:
+            print(f"{n} x {n}: refused before it starts: {err}")
+            continue
+        finally:
+            peak = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
+        elapsed = time.perf_counter() - t
+        print(f"{n} x {n}: {elapsed:.2f} s, peak {peak:.0f} MiB of NumPy allocations")
+
+
 def main(names):
     names = names or ["suite", "denoise", "runtime"]
     if "suite" in names or "digits" in names:
@@ -252,6 +277,8 @@ def main(names):
         bench_denoise()
     if "runtime" in names:
         bench_runtime()
+    if "tiling2d" in names:
+        bench_tiling_2d()
 
 
 if __name__ == "__main__":
