@@ -10,9 +10,13 @@ from skorg.transforms._packet_plan import get_packet_plan
 from skorg.trees import dyadic_tree, linkage_tree
 from tests.transforms.test_packets import IDS, TREES, random_tree
 
-MORE = [dyadic_tree(64), random_tree(150, np.random.default_rng(3), max_children=5)]
+MORE = [
+    dyadic_tree(64),
+    random_tree(150, np.random.default_rng(3), max_children=5),
+    linkage_tree(np.random.default_rng(4).standard_normal((120, 3)), method="average"),
+]
 ALL = [*TREES, *MORE]
-ALL_IDS = [*IDS, "dyadic-64", "random-150"]
+ALL_IDS = [*IDS, "dyadic-64", "random-150", "linkage-120"]
 
 
 def _levels_in_place(rows, plan, width):
