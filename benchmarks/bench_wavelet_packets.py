@@ -5,9 +5,10 @@
    kinds x two seeds; digits by name), trees from the default
    :class:`~skorg.QuestionnaireOrganizer`, and on them: the normalized l1 cost
    ``||C||_1 / ||X||_2`` of the tensor Haar basis, of the separable best basis (alternating,
-   the default), of the independent per-axis choice and of the time-frequency tilings
-   (alternating); and the relative error after keeping
-   the 5% largest coefficients in the Haar and in the best basis.
+   the default), of the independent per-axis choice, of the time-frequency tilings
+   (alternating) and of the 2-D (non-separable) tiling; and the relative error after keeping
+   the 5% largest coefficients in the Haar basis, the best basis and the 2-D tiling (NaN
+   where the 2-D search is past its size limit).
 2. ``denoise``: a known-noise experiment: clean shuffled smooth matrices (and one with an
    oscillating factor) plus Gaussian noise of known sigma, trees organized on the noisy
    matrix, soft thresholding at the universal threshold with the true sigma in the Haar and
@@ -15,12 +16,31 @@
 3. ``runtime``: the separable best basis of a 1024 x 1024 matrix (dictionary and search on
    both axes, one sweep and the default alternation) on a dyadic tree and on an average
    linkage tree, best of three, with the peak of NumPy's allocations (``tracemalloc``); and
-   the time per level of the dictionary (the cost pass of the search, every level of
-   ``n x B`` values) against the tree Haar transform's time per level on the same data.
+   the time per level of the dictionary against the tree Haar transform's, on the same tree
+   and the same data (X along axis 0, float64, packet-ordered rows given):
 
-Run ``python benchmarks/bench_wavelet_packets.py`` (all three) or name the parts
-(``suite digits denoise runtime``). This machine is shared: the times are the best of three
-runs after a warm-up, and only ratios measured in the same run compare.
+   - *dictionary*: the median time of the whole dictionary pass of the search (every
+     coefficient of every level computed, ``n_levels x n x B`` values, and its l1 cost
+     summed: ``_cost_table(rows, plan, "l1")``), divided by its number of levels above the
+     finest, ``n_levels - 1`` (the finest level is the data);
+   - *tree Haar*: the median time of ``haar_transform(X, tree, axis=0)`` divided by the
+     tree's number of levels above the leaves, ``tree.n_levels - 1``;
+   - *ratio*: the first over the second (the target: at most 2). Both are timed in turns,
+     25 times each, in the same run; beside it, the ratio of the fastest runs of each, the
+     least disturbed by the machine's load. At this size ``haar_transform`` shares its work
+     between the threads and the dictionary pass runs on one (its parallel path starts at
+     2^22 values). Also listed: the materialized dictionary (``wavelet_packet_dictionary``,
+     which writes ``n_levels`` copies of X) per level.
+
+4. ``tiling2d`` (by name only): the time and peak memory of
+   :func:`~skorg.transforms.best_wavelet_packet_tiling_2d` on perfect dyadic trees from
+   64 x 64 to 512 x 512 (traced with ``tracemalloc``, which slows NumPy a little), and its
+   refusal at 1024 x 1024.
+
+Run ``python benchmarks/bench_wavelet_packets.py`` (the first three) or name the parts
+(``suite digits denoise runtime tiling2d``). This machine is shared: the times are the best of three
+runs after a warm-up (the per-level figures: medians of 25, in turns), and only ratios
+measured in the same run compare.
 """
 
 from __future__ import annotations
@@ -34,14 +54,17 @@ import numpy as np
 from skorg import QuestionnaireOrganizer
 from skorg.datasets import make_shuffled_matrix
 from skorg.transforms import (
+    best_wavelet_packet_tiling_2d,
     haar_compress,
     haar_denoise,
     haar_transform,
     multi_best_wavelet_packet_basis,
     multi_haar_transform,
     multi_wavelet_packet_transform,
+    wavelet_packet_dictionary,
+    wavelet_packet_transform_2d,
 )
-from skorg.transforms._packet_core import _cost_table, _rows
+from skorg.transforms._packet_core import _block_width, _cost_table, _rows
 from skorg.transforms._packet_plan import get_packet_plan
 from skorg.trees import dyadic_tree, linkage_tree
 
@@ -54,6 +77,20 @@ def best_of(func, repeat=3):
         func()
         times.append(time.perf_counter() - t)
     return min(times)
+
+
+def medians_in_turns(*funcs, repeat=25, stat=np.median):
+    """The median (``stat``) time of each function, run in turns (one warm-up each first),
+    so that a change of the machine's load falls on all of them alike."""
+    for func in funcs:
+        func()
+    times = [[] for _ in funcs]
+    for _ in range(repeat):
+        for k, func in enumerate(funcs):
+            t = time.perf_counter()
+            func()
+            times[k].append(time.perf_counter() - t)
+    return [float(stat(v)) for v in times], [float(np.min(v)) for v in times]
 
 
 def peak_mib(func):
@@ -87,17 +124,31 @@ def scores(X, trees):
     c_indep = float(np.abs(multi_wavelet_packet_transform(X, trees, indep)).sum()) / norm
     e_haar = haar_compress(X, trees, fraction=0.05).relative_error
     e_best = haar_compress(X, trees, fraction=0.05, basis=best).relative_error
+    # the 2-D (non-separable) tiling; its 5% error read off its coefficients (orthonormal:
+    # the error is the norm of those left out); NaN where the search is past its limit
+    try:
+        tiling = best_wavelet_packet_tiling_2d(X, trees)
+    except MemoryError:
+        c_2d = e_2d = float("nan")
+    else:
+        C = np.abs(wavelet_packet_transform_2d(X, trees, tiling))
+        c_2d = float(C.sum()) / norm
+        keep = int(np.ceil(0.05 * C.size))  # as haar_compress counts a fraction
+        left = np.sort(C)[::-1][keep:]
+        e_2d = float(np.sqrt(np.sum(left**2))) / norm
     return {
         "l1 haar": haar,
         "l1 best": c_best,
         "l1 indep": c_indep,
         "l1 tf": c_tf,
+        "l1 2-D": c_2d,
         "err5 haar": e_haar,
         "err5 best": e_best,
+        "err5 2-D": e_2d,
     }
 
 
-COLS = ["l1 haar", "l1 best", "l1 indep", "l1 tf", "err5 haar", "err5 best"]
+COLS = ["l1 haar", "l1 best", "l1 indep", "l1 tf", "l1 2-D", "err5 haar", "err5 best", "err5 2-D"]
 
 
 def print_row(name, row):
@@ -169,25 +220,52 @@ def bench_runtime(n=1024):
             lambda t=tree: multi_best_wavelet_packet_basis(X, [t, t], direction="time-frequency")
         )
         mem = peak_mib(lambda t=tree: multi_best_wavelet_packet_basis(X, [t, t]))
+        # the cost pass's own buffers, allocated inside numba (not seen by tracemalloc): a
+        # block of the rows and its partial costs
+        scratch = 8 * n * (_block_width(n, n) + 8 + plan.n_levels) / 2**20
         print(
             f"{name:<16} {plan.n_levels:>3} levels: one pass per axis {one:.3f} s, "
             f"alternating {alt:.3f} s (time-frequency {tf:.3f} s), peak {mem:.0f} MiB "
+            f"of NumPy allocations + {scratch:.1f} MiB of kernel scratch "
             f"(X: {X.nbytes / 2**20:.0f} MiB)"
         )
-        # time per level: the cost pass (every level of the dictionary, n x B values each)
-        # against the tree Haar transform along the same axis
+        # time per level: the dictionary pass against the tree Haar transform (see the
+        # module docstring), timed in turns in the same run, medians of 25
         rows = _rows(X, plan, 0)
-        t_dict = best_of(lambda p=plan, r=rows: _cost_table(r.copy(), p, "l1"))
-        t_copy = best_of(lambda r=rows: r.copy())
-        t_haar = best_of(lambda t=tree: haar_transform(X, t, axis=0))
-        haar_levels = tree.n_levels - 1
-        per_dict = (t_dict - t_copy) / max(plan.n_levels - 1, 1)
-        per_haar = t_haar / max(haar_levels, 1)
-        print(
-            f"{'':<16} per level: dictionary {per_dict * 1e3:.2f} ms ({plan.n_levels - 1} "
-            f"levels), tree Haar {per_haar * 1e3:.2f} ms ({haar_levels} levels): "
-            f"ratio {per_dict / per_haar:.2f}"
+        (t_dict, t_haar), (m_dict, m_haar) = medians_in_turns(
+            lambda p=plan, r=rows: _cost_table(r, p, "l1"),
+            lambda t=tree: haar_transform(X, t, axis=0),
         )
+        t_full = best_of(lambda t=tree: wavelet_packet_dictionary(X, t, axis=0), repeat=2)
+        d_levels, h_levels = max(plan.n_levels - 1, 1), max(tree.n_levels - 1, 1)
+        per_dict, per_haar = t_dict / d_levels, t_haar / h_levels
+        print(
+            f"{'':<16} per level: dictionary {per_dict * 1e3:.3f} ms ({d_levels} levels, "
+            f"{t_dict * 1e3:.2f} ms), tree Haar {per_haar * 1e3:.3f} ms ({h_levels} levels, "
+            f"{t_haar * 1e3:.2f} ms): ratio {per_dict / per_haar:.2f} (of the fastest runs "
+            f"{(m_dict / d_levels) / (m_haar / h_levels):.2f}); materialized dictionary "
+            f"{t_full / d_levels * 1e3:.2f} ms per level"
+        )
+
+
+def bench_tiling_2d(sizes=(64, 128, 256, 512, 1024)):
+    print("\n## tiling2d: the 2-D time-frequency tiling search on perfect dyadic trees")
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        tree = dyadic_tree(n)
+        X = rng.standard_normal((n, n))
+        t = time.perf_counter()
+        tracemalloc.start()
+        try:
+            best_wavelet_packet_tiling_2d(X, [tree, tree])
+        except MemoryError as err:
+            print(f"{n} x {n}: refused before it starts: {err}")
+            continue
+        finally:
+            peak = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
+        elapsed = time.perf_counter() - t
+        print(f"{n} x {n}: {elapsed:.2f} s, peak {peak:.0f} MiB of NumPy allocations")
 
 
 def main(names):
@@ -199,6 +277,8 @@ def main(names):
         bench_denoise()
     if "runtime" in names:
         bench_runtime()
+    if "tiling2d" in names:
+        bench_tiling_2d()
 
 
 if __name__ == "__main__":

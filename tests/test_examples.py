@@ -72,6 +72,10 @@ def test_example_runs_small(name, monkeypatch, capsys):
     elif name == "plot_wavelet_packets.py":
         haar, best = numbers(r"tree Haar ([\d.]+), best packet basis ([\d.]+)", out)
         assert best <= haar
+        haar, best, tiling = numbers(
+            r"tree Haar ([\d.]+), best separable ([\d.]+), 2-D tiling ([\d.]+)", out
+        )
+        assert tiling <= best <= haar
         assert len(re.findall(r"keep\s+\d+%: relative error", out)) == 4
     elif name == "plot_paraproduct_softmax_invariance.py":
         assert "Reviewers' 4 x 4 test" in out and "softmax_collapsed" in out

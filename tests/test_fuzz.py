@@ -246,6 +246,11 @@ def _two_trees(rng):
     return {"X": X, "trees": [_tree(rng, X.shape[0]), _tree(rng, X.shape[1])]}
 
 
+def _tiling_2d(rng):
+    kwargs = _two_trees(rng)
+    return {**kwargs, "basis": transforms.best_wavelet_packet_tiling_2d(**kwargs)}
+
+
 def _emd(rng):
     X = _matrix(rng)
     return {"X": X, "tree": _tree(rng, X.shape[0])}
@@ -478,6 +483,22 @@ SPECS = [
         arrays=("X",),
         positional=("X", "tree"),
         aliases={"X": ("X", "tree", "axis")},
+    ),
+    Spec(
+        transforms.best_wavelet_packet_tiling_2d,
+        _two_trees,
+        arrays=("X",),
+        others=("cost",),
+        positional=("X", "trees"),
+        aliases={"X": ("X", "tree", "axis", "trees")},
+    ),
+    Spec(
+        transforms.wavelet_packet_transform_2d,
+        _tiling_2d,
+        arrays=("X",),
+        others=("basis",),
+        positional=("X", "trees", "basis"),
+        aliases={"X": ("X", "tree", "axis", "trees"), "basis": ("basis",)},
     ),
     Spec(
         transforms.multi_best_wavelet_packet_basis,
@@ -810,6 +831,8 @@ COVERED_ELSEWHERE = {
     "wavelet_packet_basis_matrix": "dense oracle of tests/transforms/test_packets.py",
     "wavelet_packet_info": "the dictionary's layout, tests/transforms/test_packets.py",
     "WaveletPacketBasis": "a basis specification, round trips in tests/transforms/test_packets.py",
+    "WaveletPacketTiling2D": "a 2-D basis, its checks in tests/transforms/test_packets_2d.py",
+    "inverse_wavelet_packet_transform_2d": "round trips in tests/transforms/test_packets_2d.py",
     "sparse_axes": "internal helper re-exported for the organizer",
     "build_tree": "dispatches to the builders fuzzed here (tests/trees/test_hierarchical.py)",
 }

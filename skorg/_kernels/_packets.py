@@ -12,7 +12,6 @@ writes whole contiguous rows of ``B`` values.
 import math
 
 import numba
-import numpy as np
 from numba import prange
 
 COST_L1 = 0
@@ -75,6 +74,7 @@ def _cost(v, kind, power):
 # the column blocks of the level steps: every block runs both passes of a step on its own
 # columns, so a parallel step is one parallel region without a barrier inside, and the
 # scratch rows of a block (n x 64 values, 512 kB for n = 1024) stay in cache between passes
+# (the cost table of the searches goes through skorg._kernels._packet_slots instead)
 BLOCK = 64
 
 
@@ -127,29 +127,6 @@ def _step_block(cur, active, sa, sb, wa, wb, tmp, lo, hi):
             out[t] = src[t]
 
 
-@numba.njit(cache=True)
-def _step_cost_block(cur, active, sa, sb, wa, wb, tmp, kind, power, scale, cost, blk, lo, hi):
-    # the l1 cost, the common one, as a vectorized sum of the new row (one loop per kind,
-    # so that the branch is not inside the loop over the columns)
-    m = hi - lo
-    for k in range(active.shape[0]):
-        ra, rc, out = cur[sa[k], lo:hi], cur[sb[k], lo:hi], tmp[k, lo:hi]
-        x, y = wa[k], wb[k]
-        for t in range(m):
-            out[t] = x * ra[t] + y * rc[t]
-        if kind == COST_L1:
-            cost[blk, k] = _sum_abs(out, scale)
-        else:
-            acc = 0.0
-            for t in range(m):
-                acc += _cost(out[t] * scale, kind, power)
-            cost[blk, k] = acc
-    for k in range(active.shape[0]):
-        src, out = tmp[k, lo:hi], cur[active[k], lo:hi]
-        for t in range(m):
-            out[t] = src[t]
-
-
 @numba.njit(parallel=True, cache=True)
 def level_step(cur, active, sa, sb, wa, wb, tmp):
     """One level in place: ``cur[active[k]] = wa[k] cur[sa[k]] + wb[k] cur[sb[k]]`` for all
@@ -166,39 +143,6 @@ def level_step_serial(cur, active, sa, sb, wa, wb, tmp):
     b = cur.shape[1]
     for blk in range((b + BLOCK - 1) // BLOCK):
         _step_block(cur, active, sa, sb, wa, wb, tmp, blk * BLOCK, min(b, (blk + 1) * BLOCK))
-
-
-@numba.njit(parallel=True, cache=True)
-def level_step_cost(cur, active, sa, sb, wa, wb, tmp, kind, power, scale, cost):
-    """:func:`level_step`, and ``cost[k]`` = the summed cost of ``scale`` times the new row
-    ``active[k]`` (``kind``: l1, l^power or -x^2 log x^2)."""
-    b = cur.shape[1]
-    n_blocks = (b + BLOCK - 1) // BLOCK
-    part = np.empty((n_blocks, active.shape[0]), dtype=np.float64)
-    for blk in prange(n_blocks):
-        lo, hi = blk * BLOCK, min(b, (blk + 1) * BLOCK)
-        _step_cost_block(cur, active, sa, sb, wa, wb, tmp, kind, power, scale, part, blk, lo, hi)
-    for k in range(active.shape[0]):
-        acc = 0.0
-        for blk in range(n_blocks):
-            acc += part[blk, k]
-        cost[k] = acc
-
-
-@numba.njit(cache=True)
-def level_step_cost_serial(cur, active, sa, sb, wa, wb, tmp, kind, power, scale, cost):
-    """The serial twin of :func:`level_step_cost` (the same sums, block by block)."""
-    b = cur.shape[1]
-    n_blocks = (b + BLOCK - 1) // BLOCK
-    part = np.empty((n_blocks, active.shape[0]), dtype=np.float64)
-    for blk in range(n_blocks):
-        lo, hi = blk * BLOCK, min(b, (blk + 1) * BLOCK)
-        _step_cost_block(cur, active, sa, sb, wa, wb, tmp, kind, power, scale, part, blk, lo, hi)
-    for k in range(active.shape[0]):
-        acc = 0.0
-        for blk in range(n_blocks):
-            acc += part[blk, k]
-        cost[k] = acc
 
 
 # Every kernel comes twice: parallel over the rows (or blocks of columns), and serial

@@ -34,6 +34,12 @@ from ._packets import (
     wavelet_packet_info,
     wavelet_packet_transform,
 )
+from ._packets_2d import (
+    WaveletPacketTiling2D,
+    best_wavelet_packet_tiling_2d,
+    inverse_wavelet_packet_transform_2d,
+    wavelet_packet_transform_2d,
+)
 from ._packets_multi import (
     inverse_multi_wavelet_packet_transform,
     multi_best_wavelet_packet_basis,
@@ -53,7 +59,9 @@ __all__ = [
     "TreeHaarTransform",
     "TreeWaveletPacketTransform",
     "WaveletPacketBasis",
+    "WaveletPacketTiling2D",
     "best_wavelet_packet_basis",
+    "best_wavelet_packet_tiling_2d",
     "bihaar_transform",
     "corner_block_logits",
     "format_table",
@@ -70,6 +78,7 @@ __all__ = [
     "inverse_multi_wavelet_packet_transform",
     "inverse_trihaar_transform",
     "inverse_wavelet_packet_transform",
+    "inverse_wavelet_packet_transform_2d",
     "l1_entropy",
     "mixed_holder_exponent",
     "multi_best_wavelet_packet_basis",
@@ -84,4 +93,5 @@ __all__ = [
     "wavelet_packet_dictionary",
     "wavelet_packet_info",
     "wavelet_packet_transform",
+    "wavelet_packet_transform_2d",
 ]

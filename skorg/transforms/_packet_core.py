@@ -6,8 +6,10 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
+import numba
 import numpy as np
 
+from .._kernels import _packet_slots as _slot_kernels
 from .._kernels import _packets as _kernels
 from .._validation import check_memory, pow2_scale
 from ._packet_basis import (
@@ -21,7 +23,7 @@ from ._packet_basis import (
 
 __all__: list[str] = []
 
-_KERNEL_NAMES = ("level_step", "level_step_cost", "row_cost", "gather_rows", "add_rows")
+_KERNEL_NAMES = ("level_step", "row_cost", "gather_rows", "add_rows")
 _PARALLEL = SimpleNamespace(**{k: getattr(_kernels, k) for k in _KERNEL_NAMES})
 _SERIAL = SimpleNamespace(**{k: getattr(_kernels, k + "_serial") for k in _KERNEL_NAMES})
 
@@ -120,36 +122,86 @@ def _synthesis(coefs, plan, basis):
 def _cost_table(rows, plan, cost):
     """``(table, scale, energy)``: the cost of every dictionary entry summed over the rows,
     computed on the rows scaled by a power of two (``scale``) so that the choice of a basis
-    does not depend on the units; ``energy`` the scaled data's sum of squares."""
+    does not depend on the units; ``energy`` the scaled data's sum of squares (for the
+    entropy; 0 for the other costs). A callable cost overwrites ``rows``."""
     kind, power, func = parse_cost(cost)
     n = rows.shape[0]
     K = _kernels_for(rows)
-    table = np.empty((plan.n_levels, n), dtype=np.float64)
     scale = pow2_scale(rows, always=True)
+    energy = 0.0
+    if kind == _kernels.COST_ENTROPY:
+        # the energy of the scaled rows, in one pass without temporaries
+        squares = np.empty(n, dtype=np.float64)
+        K.row_cost(rows, _kernels.COST_LP, 2.0, scale, squares)
+        energy = float(squares.sum())
+    if func is None:
+        return _slot_costs(rows, plan, kind, power, scale), scale, energy
+    table = np.empty((plan.n_levels, n), dtype=np.float64)
     cur = rows
     tmp = _tmp(plan, rows.shape[1])
-    changed = np.empty(tmp.shape[0], dtype=np.float64)
     last = plan.n_levels - 1
-    # the energy of the scaled rows, in one pass without temporaries (the entropy needs it)
-    squares = np.empty(n, dtype=np.float64)
-    K.row_cost(cur, _kernels.COST_LP, 2.0, scale, squares)
-    energy = float(squares.sum())
-    if func is None:
-        K.row_cost(cur, kind, power, scale, table[last])
-    else:
-        table[last] = _callable_cost(func, cur)
+    table[last] = _callable_cost(func, cur)
     for j in range(last - 1, -1, -1):
         lo, hi = plan.ptr[j], plan.ptr[j + 1]
         active = plan.active[lo:hi]
         table[j] = table[j + 1]  # a carried singleton keeps its value and its cost
-        if func is None:
-            w = (plan.sa[lo:hi], plan.sb[lo:hi], plan.wa[lo:hi], plan.wb[lo:hi])
-            K.level_step_cost(cur, active, *w, tmp, kind, power, scale, changed)
-            table[j, active] = changed[: hi - lo]
-        else:
-            _step(K, cur, plan, j, tmp)
-            table[j, active] = _callable_cost(func, cur[active])
+        _step(K, cur, plan, j, tmp)
+        table[j, active] = _callable_cost(func, cur[active])
     return table, scale, energy
+
+
+def _schedule(sl, fused=None):
+    """The arrays of a slot plan's schedule for the kernels (``fused=False``: the pairs one
+    by one; None: fused where at least half the pairs are in quads, as on balanced trees,
+    20-25% faster there; on a linkage tree with a fifth in quads the pairs alone are 10-20%
+    faster, the quads' gain lost to the branch per op)."""
+    if fused is None:
+        fused = 8 * sl.quad_lev.shape[0] >= sl.lev.shape[0]
+    quad = sl.op_quad if fused else sl.op_quad[:0]
+    return (
+        sl.lev,
+        sl.pair_a,
+        sl.pair_b,
+        sl.w,
+        quad,
+        sl.op_ref,
+        sl.quad_lev,
+        sl.quad_slots,
+        sl.quad_w,
+    )
+
+
+def _block_width(n, B):
+    """Columns per block of the cost pass: a block of at most 2 MiB (L2) where that leaves
+    64 to 256 columns (256 on 1024 points: 25% faster than 64, the fixed cost of a pair
+    spread wider; 32 columns ran 4-5 times slower in the median than their best, under
+    load), and never more than the data have (a single vector is not padded)."""
+    width = 1 << max(0, (2**18 // max(n, 1)).bit_length() - 1)
+    return int(min(B, max(64, min(256, width))))
+
+
+def _slot_costs(rows, plan, kind, power, scale):
+    """The cost table of a built-in cost: every level in place, a block of columns at a
+    time (:mod:`skorg._kernels._packet_slots`), mapped from the slots to the positions."""
+    sl = plan.slots
+    n, B = rows.shape
+    width = _block_width(n, B)
+    table = np.zeros((plan.n_levels, n), dtype=np.float64)
+    # a block's buffer and its partial costs; the parallel kernel holds a group of them,
+    # at most as many as fit in twice the table and 64 MiB (the sums do not depend on it)
+    per_block = 8 * n * (width + _slot_kernels.PAD + plan.n_levels)
+    check_memory(table.nbytes + per_block, "The cost table of the wavelet packet dictionary")
+    n_blocks = -(-B // width)
+    if rows.size < _kernels.SERIAL_SIZE or n_blocks < 2:
+        run, group = _slot_kernels.dictionary_costs_serial, 1
+    else:
+        fits = max(1, (2 * table.nbytes + 2**26) // per_block)
+        run = _slot_kernels.dictionary_costs
+        group = int(min(n_blocks, 4 * numba.get_num_threads(), fits))
+    bufs = np.empty((group, n, width + _slot_kernels.PAD), dtype=np.float64)
+    part = np.empty((group, plan.n_levels, n), dtype=np.float64)
+    run(rows, scale, _schedule(sl), kind, power, width, bufs, part, table)
+    return np.take_along_axis(table, sl.slot_of, axis=1)
 
 
 def _callable_cost(func, level):

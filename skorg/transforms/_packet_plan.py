@@ -26,11 +26,13 @@ import numpy as np
 
 from .._kernels import _packets as _kernels
 from .._validation import check_memory
+from ._packet_slots import build_slots
 
 # bytes per dictionary entry (level, position) of a plan while it is built: four index and
 # four weight arrays for the two butterflies, the tag and the region of every entry (the
-# plan keeps the butterflies of the positions that change only)
-PLAN_BYTES_PER_ENTRY = 80
+# plan keeps the butterflies of the positions that change only), and the in-place schedule
+# (the slot of every entry, two slots and four weights per pair of entries)
+PLAN_BYTES_PER_ENTRY = 112
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,7 +51,8 @@ class _PacketPlan:
     level ``j`` in position order, ``region_of[j, p]`` the region of entry ``(j, p)`` and
     ``region_parent[j][r]`` the region of level ``j - 1`` holding region ``r`` (level
     ``j >= 1``). ``haar_levels, haar_positions``: the entries of the tree Haar basis in the
-    canonical coefficient order of :func:`~skorg.transforms.haar_transform`.
+    canonical coefficient order of :func:`~skorg.transforms.haar_transform`. ``slots``:
+    the in-place schedule of the levels (:mod:`._packet_slots`).
     """
 
     n: int
@@ -74,6 +77,7 @@ class _PacketPlan:
     region_parent: tuple
     haar_levels: np.ndarray
     haar_positions: np.ndarray
+    slots: object
 
 
 def _sorted_children(tree):
@@ -214,6 +218,8 @@ def _build_plan(tree):
         return np.ascontiguousarray(np.concatenate([arr[j][active[j]] for j in range(n_fine)]))
 
     sa, sb, wa, wb, ia, ib, va, vb = (pick(a) for a in (sa, sb, wa, wb, ia, ib, va, vb))
+    flat = flat.astype(np.intp)
+    slots = build_slots(n, n_levels, ptr, flat, sa, sb, wa, wb, region_of, region_end)
     # the tree Haar basis in the canonical order: psi_0, then the folders' splits
     haar_levels, haar_positions = _haar_entries(tree, splits, n)
     return _PacketPlan(
@@ -221,7 +227,7 @@ def _build_plan(tree):
         n_levels=n_levels,
         order=order,
         ptr=ptr,
-        active=flat.astype(np.intp),
+        active=flat,
         sa=sa,
         sb=sb,
         wa=wa,
@@ -239,6 +245,7 @@ def _build_plan(tree):
         region_parent=tuple(region_parent),
         haar_levels=haar_levels,
         haar_positions=haar_positions,
+        slots=slots,
     )
 
 

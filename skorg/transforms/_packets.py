@@ -319,9 +319,11 @@ default="both"
     The Coifman-Wickerhauser search [1]_: every subspace of the dictionary's tree keeps
     its own coefficients when they cost no more than the best bases of its two halves,
     which is optimal for an additive cost; the two directions are those of Irion and
-    Saito [2]_. The costs of the whole dictionary are accumulated level by level (two
-    levels of the data in memory, never the dictionary), in O(n depth) per vector. The
-    data are scaled by a power of two first, so the choice does not depend on the units.
+    Saito [2]_. The costs of the whole dictionary are accumulated a block of columns at a
+    time (at most 2 MiB), every level computed in place from the one below, never the
+    dictionary in memory, in O(n depth) per vector. The data are scaled by a power of two
+    first, so the choice does not depend on the units. For matrices, see also
+    :func:`best_wavelet_packet_tiling_2d` (the non-separable 2-D tiling).
 
     References
     ----------
