@@ -613,3 +613,21 @@ def test_the_plan_cache_is_safe_to_share_between_threads():
             assert all(pool.map(work, range(8)))
     finally:
         sys.setswitchinterval(interval)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_rows_beyond_the_caches_staged_equal_the_block_kernel(dtype, shuffled, monkeypatch):
+    """Rows of a large array stage their forward coefficients in a buffer (skorg._kernels.
+    _haar_rows): the same bits as the block kernel, with and without the staging, into a new
+    array and into ``out=``."""
+    n = 512
+    tree = dyadic_tree(np.random.default_rng(1).permutation(n) if shuffled else n)
+    X = np.random.default_rng(2).normal(size=(40, n)).astype(dtype)
+    reference = _block_reference(X, tree, 1, False)
+    for threshold in (0, 1 << 62):  # staged, then written straight
+        monkeypatch.setattr(haar_dispatch, "_STAGE_MIN_BYTES", threshold)
+        np.testing.assert_array_equal(haar_transform(X, tree, axis=1), reference)
+        out = np.full_like(X, np.nan)
+        assert haar_transform(X, tree, axis=1, out=out) is out
+        np.testing.assert_array_equal(out, reference)
