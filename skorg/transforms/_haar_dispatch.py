@@ -140,6 +140,15 @@ def _dyadic_row_blocks(n, B, A):
     return B >= _ROW_BLOCK_MIN_B and n * B * B >= _ROW_BLOCK_MIN_NB2
 
 
+def _narrow_width(B, parts):
+    """A block width that splits B columns into at least ``parts`` blocks (a multiple of 8
+    values, one cache line of float64, where B allows)."""
+    width = -(-B // parts)
+    if width > 8:
+        width = width // 8 * 8
+    return max(1, width)
+
+
 def _block_plan(n, B):
     """``(width, chunk)`` of the column-block kernel: ``chunk == n`` runs level by level."""
     width = min(_BLOCK_WIDTH, B)
@@ -207,6 +216,13 @@ def _apply_along(X, plan, axis, inverse, out=None):
     if row_blocks:
         width, chunk = _block_plan(n, B)
         per_a = (B + width - 1) // width
+        if not serial and A * per_a < n_threads and chunk == n:
+            # too few blocks, and no subtrees to share: narrower blocks, one per thread at
+            # least (else one task would run on one thread, at the cost of a parallel call:
+            # 1.13x slower than serial on 128 x 1024 along axis 0)
+            width = _narrow_width(B, -(-n_threads // A))
+            width, chunk = _block_plan(n, width)
+            per_a = (B + width - 1) // width
         n_blocks = A * per_a
         args = (inverse, plan.leaf_order, plan.wplus, plan.wminus)
         if not serial and n_blocks < n_threads and chunk < n:
