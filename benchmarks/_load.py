@@ -11,6 +11,10 @@ whatever the load (user guide, "Speed and precision").
 
     python benchmarks/bench_haar.py --quiet-and-loaded
     python benchmarks/bench_emd.py --load
+    python benchmarks/bench_haar.py --quiet-and-loaded --layer omp   # on numba's OpenMP layer
+
+``--layer NAME`` (tbb, omp or workqueue) runs a benchmark, and the subprocesses it starts, on
+that threading layer instead of skorg's choice (TBB where installed).
 """
 
 from __future__ import annotations
@@ -21,16 +25,71 @@ import sys
 import time
 from contextlib import contextmanager
 
-__all__ = ["LOAD_FLAGS", "busy_loops", "load_modes", "one_thread_env", "threads_table"]
+__all__ = [
+    "LAYERS",
+    "LOAD_FLAGS",
+    "busy_loops",
+    "load_modes",
+    "one_thread_env",
+    "select_layer",
+    "threads_table",
+]
 
 LOAD_FLAGS = ("--load", "--quiet-and-loaded")
+# numba's threading layers a benchmark may be run on (``--layer NAME``); the default is
+# skorg's choice (TBB where the tbb package is installed, else numba's own)
+LAYERS = ("tbb", "omp", "workqueue")
 # the busy loops' start-up (an interpreter each) must be over before the first timing
 _SPIN_UP_SECONDS = 1.0
 
 
+def _fail(message):
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
+def select_layer(argv):
+    """Apply ``--layer NAME`` (one of LAYERS) and return the other arguments.
+
+    The layer goes into ``NUMBA_THREADING_LAYER``, for this process (numba reads it when it
+    launches its threads, at the first parallel call) and the subprocesses that the
+    benchmarks start; skorg's own choice (skorg/_threading.py) defers to it. A layer that
+    this installation cannot load ends the benchmark with one line (exit code 2).
+    """
+    argv = list(argv)
+    if "--layer" not in argv:
+        return argv
+    i = argv.index("--layer")
+    name = argv[i + 1].lower() if i + 1 < len(argv) else ""
+    if name not in LAYERS:
+        _fail(f"--layer must be one of {', '.join(LAYERS)}, got {name!r}")
+    os.environ["NUMBA_THREADING_LAYER"] = name
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        try:
+            numba.threading_layer()
+        except ValueError:  # threads not launched yet: the layer can still be chosen
+            numba.config.THREADING_LAYER = name
+        else:
+            _fail("--layer: numba's threads are already running; pass it before any call")
+    return argv[:i] + argv[i + 2 :]
+
+
+def check_layer():
+    """The layer numba runs on (its threads launched now); ends the benchmark with one line
+    where it is not the one that ``--layer`` asked for."""
+    layer = _layer()
+    wanted = os.environ.get("NUMBA_THREADING_LAYER", "default").lower()
+    if wanted in LAYERS and layer != wanted:
+        _fail(f"--layer {wanted}: numba runs on {layer} here")
+    return layer
+
+
 def load_modes(argv):
     """(modes, remaining arguments): modes is None without a load flag, else the list of
-    ``False`` (quiet) and ``True`` (loaded) to run."""
+    ``False`` (quiet) and ``True`` (loaded) to run. ``--layer NAME`` is applied
+    (:func:`select_layer`) and left out of the remaining arguments."""
+    argv = select_layer(argv)
     modes = None
     if "--quiet-and-loaded" in argv:
         modes = [False, True]
@@ -93,7 +152,7 @@ def threads_table(cases, measure, modes, extra=()):
 
     print(
         f"# numba {numba.__version__}, {numba.config.NUMBA_NUM_THREADS} threads on the layer "
-        f"{_layer()}, {usable_cores()} usable cores"
+        f"{check_layer()}, {usable_cores()} usable cores"
     )
     rows = []
     for loaded in modes:

@@ -1,8 +1,8 @@
 """Cold start: the first fit in a fresh install, with an empty numba cache, in a fresh process.
 
-Run with ``python benchmarks/bench_cold_start.py [--repeat N]``. Every measurement is a new
-Python process with its own empty ``NUMBA_CACHE_DIR`` (a fresh install as far as numba is
-concerned):
+Run with ``python benchmarks/bench_cold_start.py [--repeat N] [--layer tbb|omp|workqueue]``.
+Every measurement is a new Python process with its own empty ``NUMBA_CACHE_DIR`` (a fresh
+install as far as numba is concerned):
 
 - ``cold``: import skorg, then the first ``QuestionnaireOrganizer().fit`` of a 128 x 96
   matrix (it compiles and caches the kernels it needs), then a second fit in the same process;
@@ -59,7 +59,11 @@ def _fit(cache):
 
 
 def main():
-    repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 2
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _load import select_layer
+
+    argv = select_layer(sys.argv[1:])  # --layer NAME: the fits on that threading layer
+    repeat = int(argv[argv.index("--repeat") + 1]) if "--repeat" in argv else 2
     rows = {"cold": [], "cached": [], "warmup": [], "after_warmup": []}
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as cold, tempfile.TemporaryDirectory() as warm:
@@ -74,7 +78,11 @@ def main():
         return min(r[key] for r in rows[name])
 
     warm_fit = min(best("cold", "second_fit"), best("cached", "second_fit"))
-    print(f"# best of {repeat} fresh processes; 128 x 96 matrix, QuestionnaireOrganizer()")
+    layer = os.environ.get("NUMBA_THREADING_LAYER", "skorg's choice")
+    print(
+        f"# best of {repeat} fresh processes; 128 x 96 matrix, QuestionnaireOrganizer(); "
+        f"threading layer: {layer}"
+    )
     print(f"{'case':<34} {'seconds':>8} {'x warm fit':>10}")
     for label, name, key in (
         ("import skorg (cold cache)", "cold", "import"),

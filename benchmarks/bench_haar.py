@@ -19,6 +19,11 @@ the 1.3e8-element sweep point, about 3 GB). Needs the ``bench`` extra (PyWavelet
 4. The bi-Haar against PyWavelets applied along each axis in turn, and the 1-D, bi- and
    tri-Haar against the dense-basis einsum (BLAS) baseline.
 
+``--copy-floor`` (benchmarks/_copy_floor.py) instead prints the one-axis Haar's time per element
+against the copy's, size by size from 1e4 to 1e8 elements, rows and columns, float64 and
+float32, into new arrays and into ``out=``. ``--layer tbb|omp|workqueue`` runs any mode on that
+threading layer.
+
 ``--load`` / ``--quiet-and-loaded`` (benchmarks/_load.py) instead time the one-axis Haar along
 rows and columns from 128 x 1024 to 4096 x 4096 and the bi-Haar with the default threading, on
 one thread and in PyWavelets, under busy loops on all cores but one (and quiet): medians of
@@ -47,6 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _copy_floor import copy_floor_main  # noqa: E402
 from _load import load_modes, threads_table  # noqa: E402
 
 from skorg.transforms import (  # noqa: E402
@@ -379,23 +385,26 @@ def load_section(modes, quick):
 
 
 def main():
-    modes, _ = load_modes(sys.argv[1:])
+    modes, argv = load_modes(sys.argv[1:])  # applies --layer NAME, before any parallel call
     if modes:
-        load_section(modes, "--quick" in sys.argv)
+        load_section(modes, "--quick" in argv)
         return
-    quick = "--quick" in sys.argv
+    if "--copy-floor" in argv:
+        copy_floor_main(argv)
+        return
+    quick = "--quick" in argv
     print(f"# best of {REPEAT} runs per side, back to back; numba threads: "
           f"{numba.get_num_threads()}")  # fmt: skip
     print("\n## 1. one-axis Haar on dyadic trees against PyWavelets")
     pywt_section(quick)
     print("\n## 2. time per element (dyadic tree)")
-    sweep_section(quick, "--large" in sys.argv)
+    sweep_section(quick, "--large" in argv)
     threads = numba.get_num_threads()
     if threads > 1:
         print(f"\n## 2b. the same on one thread (numba threads: {threads} -> 1)")
         numba.set_num_threads(1)
         try:
-            sweep_section(quick, "--large" in sys.argv)
+            sweep_section(quick, "--large" in argv)
         finally:
             numba.set_num_threads(threads)
     print("\n## 3. general trees against the dyadic tree, per element and per level")

@@ -20,6 +20,7 @@ times and the median counts. The original takes about 10 s per 512 x 512 or 256 
 
     SKORG_ORIGINAL=/path/to/pyquest-master python benchmarks/bench_original.py            # all
     python benchmarks/bench_original.py --original /path/to/pyquest-master 2d_holder_256
+    python benchmarks/bench_original.py --layer omp     # skorg on numba's OpenMP layer
 """
 
 from __future__ import annotations
@@ -156,4 +157,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _load import select_layer
+
+    main(select_layer(sys.argv[1:]))  # --layer NAME: skorg's side on that threading layer

@@ -121,7 +121,19 @@ def run_one(name, impl):
         out = {"first": first, "second": second, "total": total}
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     np.savez(ROOT / f".bench_paraproduct_{name}_{impl}.npz", **out)
-    print(json.dumps({"seconds": seconds, "peak_mb": peak_mb}))
+    print(json.dumps({"seconds": seconds, "peak_mb": peak_mb, "parallel": _numba_launched()}))
+
+
+def _numba_launched():
+    """Whether any numba parallel region ran in this process (its threads are launched)."""
+    numba = sys.modules.get("numba")
+    if numba is None:
+        return False
+    try:
+        numba.threading_layer()
+    except ValueError:  # "not initialized": no parallel call
+        return False
+    return True
 
 
 def measure(name, impl, env=None):
@@ -136,19 +148,40 @@ def measure(name, impl, env=None):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+# processes per side and case in the load mode, the two sides in alternation
+LOAD_RUNS = 5
+
+
 def load_main(names, modes):
-    """skorg's time with the default threading and on one thread, quiet and/or loaded."""
+    """skorg's time with the default threading and on one thread, quiet and/or loaded.
+
+    The decomposition is NumPy throughout (no numba parallel region, no BLAS call: each
+    process reports whether numba's threads were launched), so the two sides run the same
+    single-threaded code, and their ratio measures the machine: the medians of ``LOAD_RUNS``
+    processes per side, the sides in alternation, so that both see the same load (one
+    process per side, one after the other, gave 1.10-1.19 by chance).
+    """
     from _load import one_thread_env, threads_table
 
+    launched = []
+
     def timed(name, env=None):
-        seconds = measure(name, "skorg", env)["seconds"]
+        result = measure(name, "skorg", env)
         (ROOT / f".bench_paraproduct_{name}_skorg.npz").unlink()
-        return seconds
+        launched.append(result.get("parallel", False))
+        return result["seconds"]
 
     def both(name):
-        return {"skorg": timed(name), "one thread": timed(name, one_thread_env())}
+        times = {"skorg": [], "one thread": []}
+        for i in range(LOAD_RUNS):
+            sides = [("skorg", None), ("one thread", one_thread_env())]
+            for key, env in sides if i % 2 == 0 else sides[::-1]:
+                times[key].append(timed(name, env))
+        return {key: float(np.median(t)) for key, t in times.items()}
 
     threads_table(names or [c[0] for c in CASES], both, modes)
+    print(f"# medians of {LOAD_RUNS} processes per side, alternated; numba parallel regions "
+          f"run: {'yes' if any(launched) else 'none'}")  # fmt: skip
 
 
 def _agree(name):

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # One process per threading choice. Sizes are above the thresholds below which the kernels
 # stay on the calling thread (2^17 values for the Haar transforms, 2e7 inner steps for the
 # EMD sums, 512 points for the flexible trees' parallel rounds), so every parallel family
-# runs its parallel path; each result is hashed from its bytes.
+# runs its parallel path (Haar rows from 4 MB staged, columns of few rows by subtrees or by
+# narrowed blocks); each result is hashed from its bytes.
 WORKER = r"""
 import hashlib, json, sys
 import numpy as np
@@ -48,6 +49,10 @@ other = linkage_tree(rng.standard_normal((1024, 3)))
 put("haar rows", haar_transform(X, rows, axis=1))
 put("haar columns", haar_transform(X, cols, axis=0))
 put("haar other tree", haar_transform(X, other, axis=1))
+put("haar rows out=", haar_transform(X, rows, axis=1, out=np.empty_like(X)))
+put("haar rows float32", haar_transform(np.tile(X, (2, 1)).astype(np.float32), rows, axis=1))
+put("haar columns by subtrees", haar_transform(X[:512], dyadic_tree(512), axis=0))
+put("haar columns, narrowed blocks", haar_transform(X[:128], dyadic_tree(128), axis=0))
 put("inverse haar", inverse_haar_transform(X, rows, axis=1))
 put("bihaar", bihaar_transform(X, cols, rows))
 put("emd", multi_tree_emd(X, [None, rows], axis=0, alphas=1.0, betas=0.0))

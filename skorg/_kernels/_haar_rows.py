@@ -14,8 +14,9 @@ length, and the work is split over rows. On a perfect binary tree in its canonic
 coefficient order the folder sums of a level are the pairwise sums of the level below,
 and the kernel runs level by level over contiguous buffers (the lifting scheme: SIMD, no
 index arrays); on any other tree it goes through a buffer of every node's sum, four
-vectors at a time (one node loop, its branches and index loads shared). Runs of rows
-combined pairwise are in :mod:`skorg._kernels._haar_segments`.
+vectors at a time (one node loop, its branches and index loads shared:
+:mod:`skorg._kernels._haar_tree_lanes`). Runs of rows combined pairwise are in
+:mod:`skorg._kernels._haar_segments`.
 
 Sums are accumulated in float64 whatever the data dtype. ``lo`` / ``hi`` are lane
 ranges; the parallel wrappers split them into ``n_tasks`` tasks (the caller sets a
@@ -26,6 +27,8 @@ costs more than the transform.
 
 import numba
 import numpy as np
+
+from ._haar_tree_lanes import _tree_lanes
 
 # unsigned offsets: numba indexes with them without a negative-index wraparound
 _U = np.uint64
@@ -123,11 +126,56 @@ def _dyadic_forward_lane(x, y, leaf_order, wplus, scale0, identity, t, u):
     else:
         _gather_pair_level(x, leaf_order, t, y, h, wplus[h - 1], h)
     h >>= 1
-    while h >= 1:
+    while h >= IN_PLACE_FOLDERS:
         _pair_level(t, u, y, h, wplus[h - 1], h)
         t, u = u, t
         h >>= 1
-    y[0] = t[0] * scale0
+    y[0] = _levels_in_place(t, y, wplus, h) * scale0
+
+
+# the levels of fewer folders than this run in place on one buffer (_levels_in_place): one
+# loop per level without the vector loop's set-up, which costs more than these short levels
+# (one row of 1024 in L1: 1.3x faster than ping-pong levels down to the root, the cut 64
+# within 5% of the best of 16-512; whole lanes kernel, one run against the ping-pong: rows
+# of 128-1024 1.05-1.25x faster, from 4096 level; the inverse's first levels likewise,
+# _unlevels_in_place: 1.25-1.9x faster on 128-1024, 1.08-1.1x on 4096)
+IN_PLACE_FOLDERS = 64
+
+
+@numba.njit(cache=True, inline="always")
+def _levels_in_place(t, y, wplus, h):
+    """The levels from ``h`` folders (sums of pairs of ``t[:2h]``) up to the root, in place in
+    ``t`` (folder j reads ``t[2j]`` and ``t[2j + 1]``, at or after ``t[j]``, which it then
+    writes), their coefficients to ``y[h':2h']`` as :func:`_pair_level` gives them, the
+    same operations; returns the root's sum."""
+    while h >= 1:
+        w = wplus[h - 1]
+        for j in range(h):
+            a = t[j + j]
+            b = t[j + j + 1]
+            s = a + b
+            y[h + j] = w * b - w * (s - b)
+            t[j] = s
+        h >>= 1
+    return t[0]
+
+
+@numba.njit(cache=True, inline="always")
+def _unlevels_in_place(c, t, wplus, wminus, stop):
+    """The inverse levels from the root down to ``stop`` folders (a power of two, at most
+    n / 2), in place in ``t`` (the root's total in ``t[0]``): folder j's total ``t[j]`` goes
+    to ``t[2j]`` and ``t[2j + 1]``, j from the last down, so that no total is overwritten
+    before it is read; the operations of :func:`_unpair_level`. Returns ``stop``."""
+    h = 1
+    while h < stop:
+        for j in range(h - 1, -1, -1):
+            k = h - 1 + j
+            ck = np.float64(c[h + j])
+            v = t[j]
+            t[2 * j] = -(wminus[k] * ck) + v
+            t[2 * j + 1] = wplus[k] * ck + v
+        h <<= 1
+    return h
 
 
 @numba.njit(cache=True)
@@ -142,7 +190,7 @@ def _dyadic_inverse_lane(c, y, leaf_rank, wplus, wminus, scale0, identity, t, u)
     """
     n = leaf_rank.shape[0]
     t[0] = np.float64(c[0]) * scale0
-    h = 1
+    h = _unlevels_in_place(c, t, wplus, wminus, min(IN_PLACE_FOLDERS, n >> 1))
     while h < n >> 1:
         _unpair_level(t, u, c[h : 2 * h], wplus[h - 1 : 2 * h - 1], wminus[h - 1 : 2 * h - 1], h)
         t, u = u, t
@@ -296,186 +344,8 @@ def dyadic_long_lane(x, y, inverse, identity, leaf_order, wplus, wminus, n_tasks
 
 
 @numba.njit(cache=True)
-def _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_rank, child_span, first_leaf, cnode,
-                         cplus, wplus, wminus, scale0, V):  # fmt: skip
-    """Coefficients of four vectors on any tree (point p of lane l at ``X[b_l + p * B]``):
-    every node's sum in ``V`` (4 values per node), then the coefficients.
-
-    The node loop, its branches and the index loads are shared by the four lanes, whose
-    independent sums run side by side; each lane gets the block kernel's operations in its
-    order (folder sums child by child, coefficient ``k`` as
-    ``wplus[k] * v - wminus[k] * (S[f] - a)``), so the same coefficients bit for bit. The
-    offsets into ``X``, ``V`` and ``out`` are unsigned: a signed one costs a negative-index
-    wraparound per access (1.2-1.5x slower on the trees of ``benchmarks/bench_haar.py``).
-    The points are read in memory order, each to its leaf's place in ``V`` (``leaf_rank``,
-    the leaf position of every point): in leaf order the reads would jump about four lanes
-    in memory, which the hardware does not prefetch.
-    """
-    one, two, three, four = _U(1), _U(2), _U(3), _U(4)
-    B_ = _U(B)
-    o0, o1, o2, o3 = _U(b0), _U(b1), _U(b2), _U(b3)
-    base = four * _U(first_leaf)
-    for p in range(leaf_rank.shape[0]):
-        r = _U(p) * B_
-        q = base + four * _U(leaf_rank[p])
-        V[q] = X[o0 + r]
-        V[q + one] = X[o1 + r]
-        V[q + two] = X[o2 + r]
-        V[q + three] = X[o3 + r]
-    for node in range(first_leaf - 1, -1, -1):
-        c = four * _U(child_span[node, 0])
-        end = four * _U(child_span[node, 1])
-        s0 = V[c]
-        s1 = V[c + one]
-        s2 = V[c + two]
-        s3 = V[c + three]
-        c += four
-        while c < end:
-            s0 += V[c]
-            s1 += V[c + one]
-            s2 += V[c + two]
-            s3 += V[c + three]
-            c += four
-        q = four * _U(node)
-        V[q] = s0
-        V[q + one] = s1
-        V[q + two] = s2
-        V[q + three] = s3
-    out[o0] = V[0] * scale0
-    out[o1] = V[1] * scale0
-    out[o2] = V[2] * scale0
-    out[o3] = V[3] * scale0
-    prev = -1
-    a0 = a1 = a2 = a3 = 0.0
-    for k in range(cnode.shape[0]):
-        f = cnode[k]
-        cp = four * _U(cplus[k])
-        v0 = V[cp]
-        v1 = V[cp + one]
-        v2 = V[cp + two]
-        v3 = V[cp + three]
-        if f != prev:
-            prev = f
-            a0 = v0
-            a1 = v1
-            a2 = v2
-            a3 = v3
-        else:
-            a0 += v0
-            a1 += v1
-            a2 += v2
-            a3 += v3
-        wp = wplus[k]
-        wm = wminus[k]
-        fq = four * _U(f)
-        o = (_U(k) + one) * B_
-        out[o0 + o] = wp * v0 - wm * (V[fq] - a0)
-        out[o1 + o] = wp * v1 - wm * (V[fq + one] - a1)
-        out[o2 + o] = wp * v2 - wm * (V[fq + two] - a2)
-        out[o3 + o] = wp * v3 - wm * (V[fq + three] - a3)
-
-
-@numba.njit(cache=True)
-def _tree_inverse_4lanes(C, out, b0, b1, b2, b3, B, leaf_rank, parent, first_leaf, cnode, cplus,
-                         clast, wplus, wminus, scale0, V):  # fmt: skip
-    """Data of four coefficient vectors on any tree (as :func:`_tree_forward_4lanes`, unsigned
-    offsets too, and the points written in memory order): node values, then totals pushed
-    down from the root."""
-    one, two, three, four = _U(1), _U(2), _U(3), _U(4)
-    B_ = _U(B)
-    o0, o1, o2, o3 = _U(b0), _U(b1), _U(b2), _U(b3)
-    n_nodes = parent.shape[0]
-    for node in range(1, n_nodes):
-        p = parent[node]
-        if (node == 1 or parent[node - 1] != p) and (node == n_nodes - 1 or parent[node + 1] != p):
-            q = four * _U(node)
-            V[q] = V[q + one] = V[q + two] = V[q + three] = 0.0
-    V[0] = np.float64(C[o0]) * scale0
-    V[1] = np.float64(C[o1]) * scale0
-    V[2] = np.float64(C[o2]) * scale0
-    V[3] = np.float64(C[o3]) * scale0
-    prev = -1
-    g0 = g1 = g2 = g3 = 0.0
-    for k in range(cnode.shape[0]):
-        f = cnode[k]
-        o = (_U(k) + one) * B_
-        k0 = np.float64(C[o0 + o])
-        k1 = np.float64(C[o1 + o])
-        k2 = np.float64(C[o2 + o])
-        k3 = np.float64(C[o3 + o])
-        wp = wplus[k]
-        wm = wminus[k]
-        cp = four * _U(cplus[k])
-        if f != prev:
-            prev = f
-            V[cp] = wp * k0
-            V[cp + one] = wp * k1
-            V[cp + two] = wp * k2
-            V[cp + three] = wp * k3
-            g0 = -(wm * k0)
-            g1 = -(wm * k1)
-            g2 = -(wm * k2)
-            g3 = -(wm * k3)
-        else:
-            V[cp] = g0 + wp * k0
-            V[cp + one] = g1 + wp * k1
-            V[cp + two] = g2 + wp * k2
-            V[cp + three] = g3 + wp * k3
-            g0 -= wm * k0
-            g1 -= wm * k1
-            g2 -= wm * k2
-            g3 -= wm * k3
-        last = clast[k]
-        if last >= 0:
-            q = four * _U(last)
-            V[q] = g0
-            V[q + one] = g1
-            V[q + two] = g2
-            V[q + three] = g3
-    for node in range(1, first_leaf):
-        q = four * _U(node)
-        r = four * _U(parent[node])
-        V[q] += V[r]
-        V[q + one] += V[r + one]
-        V[q + two] += V[r + two]
-        V[q + three] += V[r + three]
-    for p in range(leaf_rank.shape[0]):
-        node = first_leaf + leaf_rank[p]
-        q = four * _U(node)
-        r = four * _U(parent[node])
-        o = _U(p) * B_
-        out[o0 + o] = V[q] + V[r]
-        out[o1 + o] = V[q + one] + V[r + one]
-        out[o2 + o] = V[q + two] + V[r + two]
-        out[o3 + o] = V[q + three] + V[r + three]
-
-
-@numba.njit(cache=True)
-def _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_rank, child_span, parent, first_leaf, cnode,
-                cplus, clast, wplus, wminus):  # fmt: skip
-    """Lanes lo..hi-1 on a tree that is not perfect binary, four at a time; a last group of
-    fewer repeats its last lane (the same values, written to the same place again)."""
-    scale0 = 1.0 / np.sqrt(n)
-    V = np.empty(4 * parent.shape[0], dtype=np.float64)
-    for g in range(lo, hi, 4):
-        b0 = (g // B) * n * B + g % B
-        l1 = min(g + 1, hi - 1)
-        l2 = min(g + 2, hi - 1)
-        l3 = min(g + 3, hi - 1)
-        b1 = (l1 // B) * n * B + l1 % B
-        b2 = (l2 // B) * n * B + l2 % B
-        b3 = (l3 // B) * n * B + l3 % B
-        if inverse:
-            _tree_inverse_4lanes(X, out, b0, b1, b2, b3, B, leaf_rank, parent, first_leaf,
-                                 cnode, cplus, clast, wplus, wminus, scale0, V)  # fmt: skip
-        else:
-            _tree_forward_4lanes(X, out, b0, b1, b2, b3, B, leaf_rank, child_span, first_leaf,
-                                 cnode, cplus, wplus, wminus, scale0, V)  # fmt: skip
-
-
-@numba.njit(cache=True)
-def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order, leaf_rank,
-                     child_span, parent, first_leaf, cnode, cplus, clast, wplus,
+def haar_lanes_range(X, out, n, B, lo, hi, inverse, staged, dyadic, identity, leaf_order,
+                     leaf_rank, child_span, parent, first_leaf, cnode, cplus, clast, wplus,
                      wminus):  # fmt: skip
     """Transform lanes lo..hi-1 (lane l is X[l // B, :, l % B]): one at a time on a perfect
     binary tree, four at a time on any other (:func:`_tree_lanes`).
@@ -487,7 +357,8 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
     writes its output in order, gathering it by ``leaf_rank`` from its last level (by
     subtrees, from a buffer of the points in leaf order): reads and writes of a lane in
     memory in a random order defeat the hardware prefetcher, and cost 1.3-2x the whole
-    transform of a lane in the identity order.
+    transform of a lane in the identity order. ``staged``: stage the forward coefficients of
+    contiguous lanes on a perfect binary tree in a buffer (the same bits; see below).
     """
     if not dyadic and first_leaf > 0:
         _tree_lanes(X, out, n, B, lo, hi, inverse, leaf_rank, child_span, parent, first_leaf,
@@ -504,6 +375,12 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
     # subtrees writes the points in leaf order into a buffer, gathered out by leaf_rank
     stage_in = B == 1 and dyadic and not identity and not inverse
     stage_out = B == 1 and dyadic and not identity and inverse and chunked
+    # ``staged`` (the caller's choice: arrays beyond the caches), a contiguous lane's forward
+    # levels write their coefficients into a cached buffer, copied out in one run: written
+    # straight into the lane in memory, level by level, the store misses of each level wait
+    # between the levels' arithmetic (rows of 1024 values beyond L2, one thread: 1.4-1.8x
+    # faster, float64 and float32); in cache the extra copy would cost up to 10%
+    stage_levels = staged and B == 1 and dyadic and not inverse and not chunked
     top = np.empty(max(n // CHUNK, 1), dtype=np.float64)
     top2 = np.empty(max(n // CHUNK, 1), dtype=np.float64)
     for lane in range(lo, hi):
@@ -516,7 +393,7 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
             if stage_in:
                 _copy(x, xin, n)
                 x = xin
-            elif stage_out:
+            if stage_out or stage_levels:
                 y = yout
         else:  # a strided lane through buffers (unsigned offsets: no negative-index check)
             for p in range(_U(n)):
@@ -539,14 +416,16 @@ def haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order
                 out[_U(base) + p * _U(B)] = yout[p]
         elif stage_out:
             _gather(yout, leaf_rank, out[base : base + n], n)
+        elif stage_levels:
+            _copy(yout, out[base : base + n], n)
 
 
 @numba.njit(cache=True, parallel=True)
-def haar_lanes(X, out, n, B, n_lanes, inverse, dyadic, identity, leaf_order, leaf_rank,
-               child_span, parent, first_leaf, cnode, cplus, clast, wplus, wminus,
+def haar_lanes(X, out, n, B, n_lanes, inverse, staged, dyadic, identity, leaf_order,
+               leaf_rank, child_span, parent, first_leaf, cnode, cplus, clast, wplus, wminus,
                n_tasks):  # fmt: skip
     for task in numba.prange(n_tasks):
         lo, hi = _split(task, n_tasks, n_lanes)
-        haar_lanes_range(X, out, n, B, lo, hi, inverse, dyadic, identity, leaf_order, leaf_rank,
-                         child_span, parent, first_leaf, cnode, cplus, clast, wplus,
+        haar_lanes_range(X, out, n, B, lo, hi, inverse, staged, dyadic, identity, leaf_order,
+                         leaf_rank, child_span, parent, first_leaf, cnode, cplus, clast, wplus,
                          wminus)  # fmt: skip

@@ -613,3 +613,42 @@ def test_the_plan_cache_is_safe_to_share_between_threads():
             assert all(pool.map(work, range(8)))
     finally:
         sys.setswitchinterval(interval)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_rows_beyond_the_caches_staged_equal_the_block_kernel(dtype, shuffled, monkeypatch):
+    """Rows of a large array stage their forward coefficients in a buffer (skorg._kernels.
+    _haar_rows): the same bits as the block kernel, with and without the staging, into a new
+    array and into ``out=``."""
+    n = 512
+    tree = dyadic_tree(np.random.default_rng(1).permutation(n) if shuffled else n)
+    X = np.random.default_rng(2).normal(size=(40, n)).astype(dtype)
+    reference = _block_reference(X, tree, 1, False)
+    for threshold in (0, 1 << 62):  # staged, then written straight
+        monkeypatch.setattr(haar_dispatch, "_STAGE_MIN_BYTES", threshold)
+        np.testing.assert_array_equal(haar_transform(X, tree, axis=1), reference)
+        out = np.full_like(X, np.nan)
+        assert haar_transform(X, tree, axis=1, out=out) is out
+        np.testing.assert_array_equal(out, reference)
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize(
+    ("shape", "threads"), [((128, 1024), 2), ((128, 1024), 3), ((32, 4096), 4)]
+)
+def test_too_few_column_blocks_are_narrowed_to_one_per_thread(shape, threads, inverse, monkeypatch):
+    """A column block that no subtree split can share (n small, B up to a block wide) is split
+    by columns into a block per thread at least, not run as one parallel task; the same
+    coefficients as the block kernel."""
+    kernels = haar_dispatch._segment_kernels
+    monkeypatch.setattr(haar_dispatch, "available_threads", lambda: threads)
+    X = np.random.default_rng(5).normal(size=shape)
+    tree = dyadic_tree(shape[0])
+    with mock.patch.object(kernels, "dyadic_blocks", wraps=kernels.dyadic_blocks) as spy:
+        C = (inverse_haar_transform if inverse else haar_transform)(X, tree, axis=0)
+    assert spy.call_count == 1
+    n, B, width, chunk, n_blocks = spy.call_args.args[2:7]
+    assert (n, B, chunk) == (shape[0], shape[1], shape[0])
+    assert n_blocks >= threads and -(-B // width) == n_blocks and width % 8 == 0
+    np.testing.assert_array_equal(C, _block_reference(X, tree, 0, inverse))
