@@ -193,14 +193,18 @@ default="auto"
 
         The last two reproduce the original implementation; the first is the
         corrected default.
-    ordering : {"shortest", "emd_olo", "tree", "tree_olo"}, default="shortest"
-        How the organized order of each axis is derived. ``"shortest"`` (the default)
-        computes SciPy's single-linkage optimal leaf ordering of the tree EMD
-        (``"emd_olo"``) and of the Euclidean distances between the slices, and keeps the
-        one whose path through the slices (the sum of Euclidean distances between
-        neighbours) is shorter (the tree EMD's on a tie, and on axes of the sparse path,
-        which have no dense distances). Neither follows the tree's folders; ``"tree_olo"``
-        does (see :func:`skorg.organize.leaf_order` for the others).
+    ordering : {"smoothest", "shortest", "emd_olo", "tree", "tree_olo"}, default="smoothest"
+        How the organized order of each axis is derived. ``"smoothest"`` (the default)
+        computes SciPy's single-linkage optimal leaf orderings of the tree EMD and of the
+        Euclidean, cosine and correlation distances between the slices, keeps the one along
+        which the slices are smoothest to second order, and polishes it by short reversals
+        (see :func:`skorg.organize.leaf_order`); it does not fold a series back on itself as
+        the shortest path does (a yearly cycle, images blank at both borders).
+        ``"shortest"`` (the default before) keeps, of the first two, the one whose path
+        through the slices (the sum of Euclidean distances between neighbours) is shorter
+        (the tree EMD's on a tie). On axes of the sparse path, which have no dense
+        distances, both give ``"emd_olo"``. None of these follows the tree's folders;
+        ``"tree_olo"`` does.
     preset : {"paper_3d_heads", "paper_2d_holder"}, optional
         The paper's settings (see :data:`PRESETS`).
     n_jobs : int, optional
@@ -533,7 +537,10 @@ default="auto"
         # n_iter == 0 with the alternating schedules: the last axis gets its initial tree
         initial(ndim - 1)
 
-    orders = _final_orders(trees, distances, sparse, p["ordering"], distances_of_slices)
+    def slices_of(axis):  # what distances_of_slices measures
+        return tied_slices(Xe, tie) if tie is not None and axis in tie else _unfold(Xe, axis)
+
+    orders = _final_orders(trees, distances, sparse, p["ordering"], distances_of_slices, slices_of)
     # X's units, exact (or a clear error where they pass the float range: the trees are
     # those of X, but distances_ could only hold infinities)
     what = "The questionnaire's tree-EMD distances (distances_)"
