@@ -43,7 +43,9 @@ count folders, :meth:`PartitionTree.cut`, as ``fcluster(Z, k, "maxclust")`` for 
 per kind and the checks of the default against the baselines. ``--seeds N`` averages the
 datasets with known orders over N shuffles (the issue's figures: 3; a flat clustering's order
 within its clusters is the shuffle's, so one shuffle can flatter it), ``--kind series,images``
-runs only those kinds.
+runs only those kinds; ``kinds extra_series`` runs the 10 further real series of
+``_kinds_data.EXTRA_SERIES`` (each also by name), which the suite's figures were not measured
+on.
 """
 
 from __future__ import annotations
@@ -428,7 +430,7 @@ def bench_kinds(names=None, seeds=(0,), kinds=None):
     import warnings
 
     import scipy.sparse as sp
-    from _kinds_data import CASES, Missing
+    from _kinds_data import CASES, EXTRA_SERIES, Missing
 
     warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
     rng = np.random.default_rng(0)  # load the kernels (run `skorg warmup` once to compile)
@@ -440,7 +442,7 @@ def bench_kinds(names=None, seeds=(0,), kinds=None):
     results, cases = {}, {}
     for name in names or CASES:
         try:
-            case = CASES[name]()
+            case = {**CASES, **EXTRA_SERIES}[name]()
         except Missing as exc:
             print(f"{'':<11}{name:<17}skipped: {exc}")
             continue
@@ -478,6 +480,11 @@ def main(names):
     }
     extra = ("iris", "diabetes", "digits_transposed", "kinds")
     if names and names[0] == "kinds":  # kinds [DATASET ...]: the suite, or some of its data
+        if "extra_series" in names:
+            from _kinds_data import EXTRA_SERIES
+
+            i = names.index("extra_series")
+            names = [*names[:i], *EXTRA_SERIES, *names[i + 1 :]]
         bench_kinds(names[1:] or None, tuple(range(N_SEEDS)), KINDS or None)
         return
     for name in names or [n for n in runs if n not in extra]:

@@ -83,7 +83,8 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         How each axis's organized order is derived: ``"smoothest"``, of four
         optimal leaf orderings (of the learned distances and of the slices'
         Euclidean, cosine and correlation distances) the one along which the
-        slices are smoothest to second order, polished by short reversals;
+        slices are smoothest to second order (average linkage's where clearly
+        smoother), polished by short reversals;
         ``"shortest"``, the shorter path through the slices of the first two;
         ``"emd_olo"``, the first of them; ``"tree"``, the tree's leaf order;
         ``"tree_olo"``, that order with children rearranged. Only the last

@@ -197,7 +197,8 @@ default="auto"
         How the organized order of each axis is derived. ``"smoothest"`` (the default)
         computes SciPy's single-linkage optimal leaf orderings of the tree EMD and of the
         Euclidean, cosine and correlation distances between the slices, keeps the one along
-        which the slices are smoothest to second order, and polishes it by short reversals
+        which the slices are smoothest to second order (average linkage's where it is
+        clearly smoother), and polishes it by short reversals
         (see :func:`skorg.organize.leaf_order`); it does not fold a series back on itself as
         the shortest path does (a yearly cycle, images blank at both borders).
         ``"shortest"`` (the default before) keeps, of the first two, the one whose path
