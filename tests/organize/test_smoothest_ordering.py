@@ -70,8 +70,8 @@ def test_default_is_the_smoothest_candidate_polished():
                 _angular_distances(centered),
             )
             best = {}
-            for method in ("single", "average"):
-                candidates = [_rounded_optimal_leaf_order(D, method) for D in geometries]
+            for method, among in (("single", geometries), ("average", geometries[:2])):
+                candidates = [_rounded_optimal_leaf_order(D, method) for D in among]
                 scores = [_brute_score(U, o) for o in candidates]
                 best[method] = (candidates[int(np.argmin(scores))], min(scores))
             chosen = best["single"][0]
