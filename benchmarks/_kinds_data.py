@@ -267,6 +267,28 @@ def _macrodata():
     return Case("macrodata", "series", X, orders={0: False}, note="quarters x series")
 
 
+def _r_periods(name, period, trend):
+    """A monthly (12) or quarterly (4) R series as years x periods (complete years)."""
+    v = _rdata("datasets", name)["value"].to_numpy(np.float64)
+    X = v[: v.shape[0] // period * period].reshape(-1, period)
+    return Case(name, "series", X, orders={0: False, 1: True} if trend else {1: True})
+
+
+def _r_table(name):
+    """An R multivariate series as time x series, as given (every numeric column)."""
+    df = _rdata("datasets", name).drop(columns="rownames")
+    X = df.to_numpy(np.float64)
+    return Case(name, "series", X[_even(X.shape[0], 400)], orders={0: False})
+
+
+def _stocks():
+    _need("vega_datasets")
+    from vega_datasets import data
+
+    df = data.stocks().pivot_table(index="date", columns="symbol", values="price").dropna()
+    return Case("stocks", "series", df.to_numpy(np.float64), orders={0: False}, note="months")
+
+
 # ------------------------------------------------------------------------------ images
 def _photo(name):
     from sklearn.datasets import load_sample_image
@@ -313,6 +335,21 @@ def _sparse(loader, name):
     load.__name__ = name
     return load
 
+
+# more real series with a known order, run only by name (``kinds ldeaths UKgas ...``): a check
+# of the series kind on data the suite's figures were not measured on
+EXTRA_SERIES = {
+    "ldeaths": lambda: _r_periods("ldeaths", 12, trend=False),
+    "mdeaths": lambda: _r_periods("mdeaths", 12, trend=False),
+    "USAccDeaths": lambda: _r_periods("USAccDeaths", 12, trend=False),
+    "UKDriverDeaths": lambda: _r_periods("UKDriverDeaths", 12, trend=False),
+    "UKgas": lambda: _r_periods("UKgas", 4, trend=True),
+    "JohnsonJohnson": lambda: _r_periods("JohnsonJohnson", 4, trend=True),
+    "sunspot.month": lambda: _r_periods("sunspot.month", 12, trend=False),
+    "EuStockMarkets": lambda: _r_table("EuStockMarkets"),
+    "Seatbelts": lambda: _r_table("Seatbelts"),
+    "stocks": _stocks,
+}
 
 CASES = {
     "digits": lambda: _sklearn("digits"),

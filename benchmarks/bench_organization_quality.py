@@ -40,7 +40,12 @@ the best rotation on cyclic axes), images, attention, sparse matrices. Beside er
 ``ari_lvl`` (the level nearest the class count), ``ari_k`` (the tree cut into k = the class
 count folders, :meth:`PartitionTree.cut`, as ``fcluster(Z, k, "maxclust")`` for SciPy),
 ``ari_best`` (the best level) and ``rho``. It prints one table grouped by kind, the means
-per kind and the checks of the default against the baselines.
+per kind and the checks of the default against the baselines. ``--seeds N`` averages the
+datasets with known orders over N shuffles (the issue's figures: 3; a flat clustering's order
+within its clusters is the shuffle's, so one shuffle can flatter it), ``--kind series,images``
+runs only those kinds; ``kinds extra_series`` runs the 10 further real series of
+``_kinds_data.EXTRA_SERIES`` (each also by name), which the suite's figures were not measured
+on.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ SCIPY = {
 
 SKORG = {
     "skorg default": {},
+    "skorg ordering=shortest": {"ordering": "shortest"},  # the default before "smoothest"
     "skorg stop-19 default (average)": {"tree_method": "average", "ordering": "emd_olo"},
     "skorg previous default (flexible)": {
         "tree_method": "flexible",
@@ -293,6 +299,7 @@ def bench_runtime(n=512, repeats=3):
 # ------------------------------------------------------------------------------------ kinds
 KIND_SKORG = {
     "skorg default": {},
+    "skorg ordering=shortest": {"ordering": "shortest"},  # the default before "smoothest"
     "skorg average": {"tree_method": "average"},
     "skorg ward_slices": {"tree_method": "ward_slices"},
     "skorg paper_3d_heads": {"preset": "paper_3d_heads"},
@@ -417,12 +424,13 @@ def kinds_criteria(results, cases):
         )
 
 
-def bench_kinds(names=None, seeds=(0,)):
-    """The benchmark of kinds: one table, grouped by kind, a per-kind summary, the criteria."""
+def bench_kinds(names=None, seeds=(0,), kinds=None):
+    """The benchmark of kinds: one table, grouped by kind, a per-kind summary, the criteria
+    (``kinds``: only the datasets of these kinds)."""
     import warnings
 
     import scipy.sparse as sp
-    from _kinds_data import CASES, Missing
+    from _kinds_data import CASES, EXTRA_SERIES, Missing
 
     warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
     rng = np.random.default_rng(0)  # load the kernels (run `skorg warmup` once to compile)
@@ -434,9 +442,11 @@ def bench_kinds(names=None, seeds=(0,)):
     results, cases = {}, {}
     for name in names or CASES:
         try:
-            case = CASES[name]()
+            case = {**CASES, **EXTRA_SERIES}[name]()
         except Missing as exc:
             print(f"{'':<11}{name:<17}skipped: {exc}")
+            continue
+        if kinds and case.kind not in kinds:
             continue
         cases[name], results[name] = case, measure_case(case, seeds)
         for method, vals in results[name].items():
@@ -470,13 +480,20 @@ def main(names):
     }
     extra = ("iris", "diabetes", "digits_transposed", "kinds")
     if names and names[0] == "kinds":  # kinds [DATASET ...]: the suite, or some of its data
-        bench_kinds(names[1:] or None)
+        if "extra_series" in names:
+            from _kinds_data import EXTRA_SERIES
+
+            i = names.index("extra_series")
+            names = [*names[:i], *EXTRA_SERIES, *names[i + 1 :]]
+        bench_kinds(names[1:] or None, tuple(range(N_SEEDS)), KINDS or None)
         return
     for name in names or [n for n in runs if n not in extra]:
         runs[name]()
 
 
 ONLY = []  # --only "skorg a,skorg b": run just these skorg methods (and the default)
+N_SEEDS = 1  # kinds --seeds N: shuffles 0..N-1 of the datasets with known orders
+KINDS = []  # kinds --kind series,images: only the datasets of these kinds
 BASELINES = True  # --no-baselines: skip SciPy and scikit-learn
 
 if __name__ == "__main__":
@@ -487,5 +504,13 @@ if __name__ == "__main__":
     if "--only" in args:
         i = args.index("--only")
         ONLY.extend(args[i + 1].split(","))
+        del args[i : i + 2]
+    if "--seeds" in args:
+        i = args.index("--seeds")
+        N_SEEDS = int(args[i + 1])
+        del args[i : i + 2]
+    if "--kind" in args:
+        i = args.index("--kind")
+        KINDS.extend(args[i + 1].split(","))
         del args[i : i + 2]
     main(args)

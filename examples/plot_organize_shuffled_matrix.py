@@ -41,7 +41,8 @@ def evaluate(data, rows, cols):
 
 def main(sizes=(64, 128), seeds=(0, 1, 2), noise=0.05):
     methods = {
-        "questionnaire shortest (default)": {},
+        "questionnaire smoothest (default)": {},
+        "questionnaire shortest": {"ordering": "shortest"},
         "questionnaire emd_olo": {"ordering": "emd_olo"},
         "questionnaire tree_olo": {"ordering": "tree_olo"},
         "questionnaire tree (original rule)": {"ordering": "tree"},

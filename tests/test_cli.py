@@ -40,6 +40,7 @@ def test_demo_synthetic_prints_the_order_recovery_table(capsys):
     assert lines[0].startswith("shuffled band matrix (24, 24)")
     methods = [line[:36].strip() for line in lines[2:]]
     assert methods == [
+        "questionnaire, ordering=smoothest",
         "questionnaire, ordering=shortest",
         "questionnaire, ordering=emd_olo",
         "questionnaire, ordering=tree_olo",
@@ -564,7 +565,7 @@ def test_organize_synthetic_reports_the_hidden_order(capsys, tmp_path):
     )
     assert code == 0
     rows = read_json(tmp_path)["tables"]["order_recovery"]
-    assert rows[0]["method"] == "questionnaire, ordering=shortest"
+    assert rows[0]["method"] == "questionnaire, ordering=smoothest"
     assert all(0.0 <= r["rho_rows"] <= 1.0 for r in rows)
 
 

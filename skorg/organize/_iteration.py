@@ -167,8 +167,9 @@ def finish(state, labels):
         # n_iter == 0 with the alternating schedules: the last axis gets its initial tree
         initial_step(state, s.ndim - 1)
     orders = _final_orders(
-        state.trees, state.distances, s.sparse, s.params["ordering"], state.slice_distances
-    )
+        state.trees, state.distances, s.sparse, s.params["ordering"], state.slice_distances,
+        state.slices,
+    )  # fmt: skip
     # X's units, exact (or a clear error where they pass the float range: the trees are
     # those of X, but distances_ could only hold infinities)
     what = "The questionnaire's tree-EMD distances (distances_)"

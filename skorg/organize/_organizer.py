@@ -79,10 +79,13 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
     schedule : {"alternating", "jacobi", "reference_3d"}, default="alternating"
         Order of the updates; the last two reproduce the original code (see
         :func:`~skorg.organize.questionnaire`).
-    ordering : {"shortest", "emd_olo", "tree", "tree_olo"}, default="shortest"
-        How each axis's organized order is derived: ``"shortest"``, the
-        shorter path through the slices of two optimal leaf orderings (of
-        the learned distances and of the slices' Euclidean distances);
+    ordering : {"smoothest", "shortest", "emd_olo", "tree", "tree_olo"}, default="smoothest"
+        How each axis's organized order is derived: ``"smoothest"``, of four
+        optimal leaf orderings (of the learned distances and of the slices'
+        Euclidean, cosine and correlation distances) the one along which the
+        slices are smoothest to second order (average linkage's where clearly
+        smoother), polished by short reversals;
+        ``"shortest"``, the shorter path through the slices of the first two;
         ``"emd_olo"``, the first of them; ``"tree"``, the tree's leaf order;
         ``"tree_olo"``, that order with children rearranged. Only the last
         two follow the tree's folders; see

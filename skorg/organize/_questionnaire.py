@@ -154,14 +154,19 @@ default="auto"
 
         The last two reproduce the original implementation; the first is the
         corrected default.
-    ordering : {"shortest", "emd_olo", "tree", "tree_olo"}, default="shortest"
-        How the organized order of each axis is derived. ``"shortest"`` (the default)
-        computes SciPy's single-linkage optimal leaf ordering of the tree EMD
-        (``"emd_olo"``) and of the Euclidean distances between the slices, and keeps the
-        one whose path through the slices (the sum of Euclidean distances between
-        neighbours) is shorter (the tree EMD's on a tie, and on axes of the sparse path,
-        which have no dense distances). Neither follows the tree's folders; ``"tree_olo"``
-        does (see :func:`skorg.organize.leaf_order` for the others).
+    ordering : {"smoothest", "shortest", "emd_olo", "tree", "tree_olo"}, default="smoothest"
+        How the organized order of each axis is derived. ``"smoothest"`` (the default)
+        computes SciPy's single-linkage optimal leaf orderings of the tree EMD and of the
+        Euclidean, cosine and correlation distances between the slices, keeps the one along
+        which the slices are smoothest to second order (average linkage's where it is
+        clearly smoother), and polishes it by short reversals
+        (see :func:`skorg.organize.leaf_order`); it does not fold a series back on itself as
+        the shortest path does (a yearly cycle, images blank at both borders).
+        ``"shortest"`` (the default before) keeps, of the first two, the one whose path
+        through the slices (the sum of Euclidean distances between neighbours) is shorter
+        (the tree EMD's on a tie). On axes of the sparse path, which have no dense
+        distances, both give ``"emd_olo"``. None of these follows the tree's folders;
+        ``"tree_olo"`` does.
     preset : {"paper_3d_heads", "paper_2d_holder"}, optional
         The paper's settings (see :data:`PRESETS`).
     n_jobs : int, optional

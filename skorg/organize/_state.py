@@ -70,6 +70,12 @@ class IterationState:
             self.slice_distance_cache[axis] = _euclidean_distances(_unfold(self.Xe, axis))
         return self.slice_distance_cache[axis]
 
+    def slices(self, axis):
+        """The slices of ``axis``, unfolded (of the tied pair: both slices, side by side)."""
+        if self.settings.is_tied(axis):
+            return tied_slices(self.Xe, self.settings.tie)
+        return _unfold(self.Xe, axis)
+
     def slice_tree(self, axis):
         """Ward's tree of the slices of ``axis`` (computed once)."""
         if axis not in self.slice_tree_cache:

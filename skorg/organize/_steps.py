@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._blas import serial_blas
-from ._ordering import leaf_order
+from ._ordering import _smoothest_order, leaf_order
 from ._presets import ORGANIZER_TREE_METHODS, SELECT_KEEP
 from ._sparse import SPARSE_TREE_METHODS
 
@@ -195,10 +195,11 @@ def _shortest_order(tree, distances, euclid):
     return candidates[1] if lengths[1] < lengths[0] * (1 - _TIE) else candidates[0]
 
 
-def _final_orders(trees, distances, sparse, ordering, distances_of_slices):
+def _final_orders(trees, distances, sparse, ordering, distances_of_slices, slices_of=None):
     """The organized order of every axis (``distances_of_slices(axis)``: the Euclidean
-    distances between the axis's slices, for ``"shortest"``)."""
-    if ordering != "shortest":
+    distances between the axis's slices, for ``"shortest"`` and ``"smoothest"``;
+    ``slices_of(axis)``: the slices, unfolded, for ``"smoothest"``)."""
+    if ordering not in ("shortest", "smoothest"):
         return [
             leaf_order(t, None if sp_axis else d, ordering)
             for t, d, sp_axis in zip(trees, distances, sparse)
@@ -207,8 +208,10 @@ def _final_orders(trees, distances, sparse, ordering, distances_of_slices):
     for axis, (t, d, sp_axis) in enumerate(zip(trees, distances, sparse)):
         if sp_axis or d is None:
             orders.append(leaf_order(t, None, "emd_olo"))
-            continue
-        orders.append(_shortest_order(t, d, distances_of_slices(axis)))
+        elif ordering == "smoothest" and t.n_points >= 3:
+            orders.append(_smoothest_order(t, d, distances_of_slices(axis), slices_of(axis)))
+        else:
+            orders.append(_shortest_order(t, d, distances_of_slices(axis)))
     return orders
 
 

@@ -79,7 +79,7 @@ def synthetic_comparison(data, *, n_iter=3):
     X = data.X
     truth = neumann_stress(X[np.ix_(data.row_true_order, data.col_true_order)])
     found = []
-    for ordering in ("shortest", "emd_olo", "tree_olo", "tree"):
+    for ordering in ("smoothest", "shortest", "emd_olo", "tree_olo", "tree"):
         start = time.perf_counter()
         org = QuestionnaireOrganizer(n_iter=n_iter, ordering=ordering).fit(X)
         found.append(
