@@ -11,7 +11,7 @@ import torch
 from skorg.stats import top_set_overlap_test
 
 from ._mask import attention_layout, gate_heads
-from ._network import _l1_entropy, network_tensor
+from ._network import _l1_entropy, sample_tensor
 from ._ragged import per_group
 
 __all__ = [
@@ -82,7 +82,7 @@ def _sparsity(maps, organize, *, trees, selection, k, normalize, entropy):
     organize = organize or _default_organize
     out = []
     for s in range(maps.n_samples):
-        X, _ = network_tensor(maps, s)
+        X, _ = sample_tensor(maps, s)
         tq, tk = (trees if trees is not None else organize(X))[:2]
         if (tq.n_points, tk.n_points) != X.shape[:2]:
             raise ValueError(
