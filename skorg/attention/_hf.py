@@ -423,6 +423,9 @@ class Backend:
             plan = _layout.layer_counts(self.model)
         except TypeError:
             plan = {}
+        if self.capture.windowed is not None and "self" in plan:
+            # output_attentions holds the last block of each stage (the plan checks every block)
+            plan["self"] = (len(_windowed.depths(self.model)), plan["self"][1])
         for kind, tensors in groups:
             n_layers, heads = plan.get(kind, (None, None))
             _layout.check_layout(

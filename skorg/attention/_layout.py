@@ -76,14 +76,15 @@ _REFUSED = {
 # families whose layers differ in size, returned as one group of maps per run of equal-sized
 # layers (RaggedAttentionMaps); the reason is said in its source
 _RAGGED = {
-    "funnel": "its queries (and then its keys) are pooled between blocks",
+    "funnel": (
+        "its queries (and then its keys) are pooled between blocks, and FunnelModel's decoder "
+        "attends over the upsampled full length again"
+    ),
     "segformer": "its stages reduce the image and its keys are spatially reduced",
 }
 
 # families whose maps are read exactly but whose heads cannot be gated one by one
 _NOT_GATEABLE = {
-    "swin": _WINDOWED + "; its gate is not checked on the windowed blocks",
-    "swinv2": _WINDOWED + "; its gate is not checked on the windowed blocks",
     "diffllama": (
         "differential attention: the model combines softmax heads h and h + H/2 as "
         "P_h - lambda * P_(h + H/2) and normalizes the difference, so zeroing one softmax head "
@@ -96,6 +97,9 @@ _NOT_GATEABLE = {
         else None
     ),
 }
+
+# families whose configs list blocks and heads per stage (all attention layers are "self")
+_STAGED = ("swin", "swinv2", "segformer")
 
 # how a family's maps relate to the map the model uses, said in AttentionMaps.source
 _NOTES = {
@@ -119,11 +123,6 @@ def refusal(model, *, masking=False):
     reason = _REFUSED.get(family(model))
     if callable(reason):
         reason = reason(model.config)
-    if masking and reason is None and ragged(model) is not None:
-        reason = (
-            f"layers of different sizes ({ragged(model)}): a gate on its pooled layers is not "
-            "checked to remove exactly one head's contribution"
-        )
     if masking and reason is None:
         reason = _NOT_GATEABLE.get(family(model))
         if callable(reason):
@@ -312,10 +311,35 @@ def is_seq2seq(model):
     return "encoder" in tops and "decoder" in tops
 
 
+def _stage_counts(model):
+    """Staged families (Swin, SegFormer): every block of every stage, one head count for all.
+
+    Their configs list blocks and heads per stage; a gate matrix (layer, head) and the flat
+    head ids ``layer * n_heads + head`` need one head count, so stages with different counts
+    are refused by name.
+    """
+    config = model.config
+    depths = getattr(config, "depths", None)
+    heads = getattr(config, "num_heads", None) or getattr(config, "num_attention_heads", None)
+    if not isinstance(depths, list | tuple) or not isinstance(heads, list | tuple):
+        return None
+    if len(set(heads)) > 1:
+        raise TypeError(
+            f"{family(model)}: its stages have {list(heads)} heads (blocks per stage "
+            f"{list(depths)}): head masks (layer, head) and flat head ids (layer * n_heads + "
+            "head) need one head count for every layer, so skorg refuses to mask it; rank its "
+            "heads with extract_attention and rank_heads."
+        )
+    return {"self": (int(sum(depths)), int(heads[0]))}
+
+
 def layer_counts(model):
     """Number of layers and heads of every kind of attention of a transformers model."""
     config = model.config
     kinds = {}
+    staged = _stage_counts(model) if family(model) in _STAGED else None
+    if staged is not None:
+        return staged
     if is_seq2seq(model):
         enc = _first(config, ("encoder_layers", "num_layers", "num_hidden_layers"))
         dec = _first(config, ("decoder_layers", "num_decoder_layers", "num_layers"))
@@ -328,6 +352,8 @@ def layer_counts(model):
         attention_layers = attention_layer_types(config)
         if attention_layers is not None and n is not None and len(attention_layers) < n:
             n = len(attention_layers)  # hybrids: their attention layers only, in order
+        if family(model) == "funnel" and n is not None and _has_module(model, "FunnelDecoder"):
+            n += int(config.num_decoder_layers)  # FunnelModel: the upsampling decoder's layers
         kinds = {"self": (n, h)}
         if getattr(config, "add_cross_attention", False):
             kinds["cross"] = (n, h)
@@ -339,6 +365,10 @@ def layer_counts(model):
             "its heads cannot be masked."
         )
     return {k: (int(n), int(h)) for k, (n, h) in kinds.items()}
+
+
+def _has_module(model, name):
+    return any(type(m).__name__ == name for m in model.modules())
 
 
 def _first(config, names):
