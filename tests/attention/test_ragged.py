@@ -177,10 +177,4 @@ def test_without_the_ragged_table_different_sizes_are_refused(monkeypatch):
         extract_attention(model, batch)
 
 
-def test_the_report_refuses_ragged_maps_with_one_line():
-    from skorg.report import InputError, attention_report
-
-    model, batch, _, _ = _extracted("segformer")
-    setup = {"model": model, "inputs": batch, "tokenizer": None}
-    with pytest.raises(InputError, match=r"^segformer: its layers have attention maps of diff"):
-        attention_report(setup)
+# the report and the command line on ragged maps: test_cli_families.py
