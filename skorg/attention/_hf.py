@@ -16,6 +16,7 @@ import contextlib
 import threading
 import weakref
 
+import numpy as np
 import torch
 
 from . import _banded, _layout, _windowed
@@ -423,9 +424,16 @@ class Backend:
             plan = _layout.layer_counts(self.model)
         except TypeError:
             plan = {}
+        per_layer = _layout.layer_heads(self.model)
+        if per_layer is not None:  # stages that differ in heads (Swin, SegFormer)
+            plan["self"] = (plan["self"][0], per_layer)
         if self.capture.windowed is not None and "self" in plan:
             # output_attentions holds the last block of each stage (the plan checks every block)
-            plan["self"] = (len(_windowed.depths(self.model)), plan["self"][1])
+            lasts = np.cumsum(_windowed.depths(self.model)) - 1
+            heads = plan["self"][1]
+            if isinstance(heads, tuple):
+                heads = tuple(heads[i] for i in lasts)
+            plan["self"] = (len(lasts), heads)
         for kind, tensors in groups:
             n_layers, heads = plan.get(kind, (None, None))
             _layout.check_layout(

@@ -242,6 +242,8 @@ def check_layout(model, kind, tensors, batch, *, seq2seq, heads, n_layers, what)
         _check_count(name, kind, tensors, n_layers)
         return
     b, h, q, k = shapes[0]
+    if isinstance(heads, tuple):  # one head count per layer, all equal here
+        heads = heads[0] if len(set(heads)) == 1 else -1
     if n is not None and b != n and not _windows(name, b, n):
         raise ValueError(
             f"{name}: the sample axis of its {kind} attention holds {b} entries for a batch of "
@@ -285,10 +287,11 @@ def _check_stages(name, kind, shapes, n, heads, want):
                 f"{name}: the sample axis of its {kind} layer {layer} holds {b} entries for a "
                 f"batch of {n} inputs; the maps are not per input, so skorg refuses them."
             )
-        if heads is not None and h != heads:
+        want_h = heads[layer] if isinstance(heads, tuple) and layer < len(heads) else heads
+        if want_h is not None and h != want_h:
             raise ValueError(
                 f"{name}: its {kind} layer {layer} has {h} entries on the head axis but the "
-                f"config says {heads} heads; skorg refuses maps whose head axis it cannot name."
+                f"config says {want_h} heads; skorg refuses maps whose head axis it cannot name."
             )
         for got, limit, axis in ((q, want[0], "queries"), (k, want[1], "keys")):
             if limit is not None and (got > limit or (layer == 0 and got != limit)):
@@ -312,25 +315,31 @@ def is_seq2seq(model):
 
 
 def _stage_counts(model):
-    """Staged families (Swin, SegFormer): every block of every stage, one head count for all.
+    """Staged families (Swin, SegFormer): every block of every stage, and the most heads.
 
-    Their configs list blocks and heads per stage; a gate matrix (layer, head) and the flat
-    head ids ``layer * n_heads + head`` need one head count, so stages with different counts
-    are refused by name.
+    Their configs list blocks and heads per stage; where the stages differ in heads,
+    :func:`layer_heads` gives every layer's count.
     """
     config = model.config
     depths = getattr(config, "depths", None)
     heads = getattr(config, "num_heads", None) or getattr(config, "num_attention_heads", None)
     if not isinstance(depths, list | tuple) or not isinstance(heads, list | tuple):
         return None
-    if len(set(heads)) > 1:
-        raise TypeError(
-            f"{family(model)}: its stages have {list(heads)} heads (blocks per stage "
-            f"{list(depths)}): head masks (layer, head) and flat head ids (layer * n_heads + "
-            "head) need one head count for every layer, so skorg refuses to mask it; rank its "
-            "heads with extract_attention and rank_heads."
-        )
-    return {"self": (int(sum(depths)), int(heads[0]))}
+    return {"self": (int(sum(depths)), int(max(heads)))}
+
+
+def layer_heads(model):
+    """Heads of every attention layer where they differ between stages (Swin, SegFormer)."""
+    if family(model) not in _STAGED:
+        return None
+    config = model.config
+    depths = getattr(config, "depths", None)
+    heads = getattr(config, "num_heads", None) or getattr(config, "num_attention_heads", None)
+    if not isinstance(depths, list | tuple) or not isinstance(heads, list | tuple):
+        return None
+    if len(set(heads)) == 1:
+        return None
+    return tuple(int(h) for h, d in zip(heads, depths, strict=True) for _ in range(int(d)))
 
 
 def layer_counts(model):

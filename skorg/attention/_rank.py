@@ -170,7 +170,9 @@ def head_gradient_importance(model, batches, loss_fn, *, normalize_layers=False,
 
     Returns
     -------
-    scores : ndarray of shape (n_layers * n_heads,)
+    scores : ndarray of shape (n_total_heads,)
+        Layer-major, ``layout.n_total`` heads (``n_layers * n_heads`` when every layer has
+        as many).
     """
     layout = attention_layout(model, kind)
     param = next(iter(model.parameters()), None)
@@ -190,7 +192,8 @@ def head_gradient_importance(model, batches, loss_fn, *, normalize_layers=False,
     if normalize_layers:
         norms = np.linalg.norm(scores, axis=1, keepdims=True)
         scores = scores / np.where(norms > 0, norms, 1.0)
-    return scores.reshape(-1)
+    # layer-major, every layer's own heads (stages of Swin or SegFormer differ in heads)
+    return np.concatenate([row[:k] for row, k in zip(scores, layout.heads_per_layer, strict=True)])
 
 
 def _order(score, direction):

@@ -33,6 +33,14 @@ def _spearman(a, b):
     return float(spearmanr(a, b).statistic)
 
 
+def _grid(values, head_index):
+    """(layer, head) grid of per-head values; blank (NaN) past a layer's heads."""
+    layers, rows = np.unique(head_index[:, 0], return_inverse=True)
+    grid = np.full((len(layers), int(head_index[:, 1].max()) + 1), np.nan)
+    grid[rows, head_index[:, 1]] = np.asarray(values, dtype=float)
+    return grid
+
+
 def _layers_and_heads(maps, head_index):
     """ "6 layers x 12 heads", or for layers of different sizes the count of each."""
     layers = np.unique(head_index[:, 0])
@@ -69,7 +77,6 @@ def _build(
     primary, pnames, pindex, offset = view["maps"], view["names"], view["index"], view["offset"]
     n_heads = len(head_index)  # every head of every layer
     n_shown = X.shape[2]  # the heads of the query x key x head sections
-    n_layers = len(np.unique(head_index[:, 0]))
     mean_scores = table["scores"]
     first = [names[h] for h in table["orders"]["sparsity"][:5]]
     best = pruning.best
@@ -252,7 +259,7 @@ def _build(
         "first), confidence (mean largest weight, pruned low first), gradient (Michel et al. "
         "2019 head importance, pruned low first). A rank of 0 is pruned first."
     )
-    grids = {k: np.asarray(v).reshape(n_layers, -1) for k, v in mean_scores.items()}
+    grids = {k: _grid(v, head_index) for k, v in mean_scores.items()}
     s.figure(figs.score_grids(grids, caption="Every score per layer and head (mean over inputs)."))
     ranks = table["ranks"]
     rows = []

@@ -133,9 +133,10 @@ def _report(argv, capsys):
 _FAST = ["--prune-steps", 2, "--n-random", 2, "--n-resamples", 100, "--quiet"]
 
 
-@pytest.mark.parametrize("name", ["swin", "swinv2"])
+@pytest.mark.parametrize("name", ["swin", "swinv2", "swin-2stages"])
 def test_attention_command_on_a_swin_directory(name, tmp_path, capsys):
-    """Every block at image positions, on scikit-learn's digits: the whole report."""
+    """Every block at image positions, on scikit-learn's digits: the whole report (two
+    stages of 2 and 4 heads: every head of both ranked and pruned)."""
     from skorg.attention import extract_attention, head_sparsity
     from skorg.organize import QuestionnaireOrganizer
     from skorg.report._attention_setup import PRESET, digit_images
@@ -148,12 +149,14 @@ def test_attention_command_on_a_swin_directory(name, tmp_path, capsys):
     argv = ["attention", "--model", model_dir, "--n-organize", 3, *_FAST, "-o", tmp_path / "o"]
     results = _report(argv, capsys)
     heads = results["tables"]["head_scores"]
-    assert sorted(r["head"] for r in heads) == ["L0H0", "L0H1", "L1H0", "L1H1"]
     assert "mapped back to image positions" in results["meta"]["attention read as"]
     assert (
         results["meta"]["embedding"] == "the mean over the patch positions of the last hidden state"
     )
-    assert "scikit-learn's digits" in results["summary"][0] and "16 tokens" in results["summary"][0]
+    # the 3-D sections: the group of the most heads (the second stage's 2 x 2 patches)
+    positions = 4 if name == "swin-2stages" else 16
+    assert "scikit-learn's digits" in results["summary"][0]
+    assert f"sample 0 has {positions} tokens" in results["summary"][0]
     # the report's sparsity is that of the image maps, organized as the report does
     pixels, _ = digit_images((8, 8), 1)
     maps = extract_attention(model, {"pixel_values": pixels[:3]}, windows="image")
@@ -161,6 +164,8 @@ def test_attention_command_on_a_swin_directory(name, tmp_path, capsys):
         maps, organize=lambda T: QuestionnaireOrganizer(preset=PRESET).fit(T).trees_
     ).mean(axis=0)
     got = {r["head"]: r["sparsity"] for r in heads}
+    assert sorted(got) == sorted(f"L{l}H{h}" for l, h in maps.head_index())
+    assert len(results["tables"]["pruning_curves"]) == 2
     np.testing.assert_allclose([got[f"L{l}H{h}"] for l, h in maps.head_index()], want, rtol=1e-12)
 
 

@@ -2,9 +2,11 @@
 
 Oracle: the same model with the head's slice of its layer's output-projection input zeroed by
 hand (a hook apart from skorg). Masking one head gives that model's output exactly, and it
-changes the output (the head contributes); stages with different head counts are refused.
+changes the output (the head contributes). Stages with different head counts (2 then 4) number
+their heads layer-major, each layer with its own count.
 """
 
+import numpy as np
 import pytest
 import torch
 
@@ -55,7 +57,12 @@ FAMILIES = {
         segformer_equal_heads,
         lambda m: [a.o_proj for a in _of(m, "SegformerAttention")],
     ),
+    "segformer-2-4-heads": (segformer, lambda m: [a.o_proj for a in _of(m, "SegformerAttention")]),
     "swin": (_windowed("swin"), lambda m: [a.o_proj for a in _of(m, "SwinAttention")]),
+    "swin-2-4-heads": (
+        _windowed("swin-2stages"),
+        lambda m: [a.o_proj for a in _of(m, "SwinAttention")],
+    ),
     "swinv2": (
         _windowed("swinv2"),
         lambda m: [a.output.dense for a in _of(m, "Swinv2Attention")],
@@ -91,19 +98,23 @@ def test_masking_one_head_removes_exactly_its_contribution(name):
     build, projections = FAMILIES[name]
     model, batch = build()
     layout = attention_layout(model)
-    maps = extract_attention(model, batch)
+    maps = extract_attention(model, batch, windows="image")
     assert layout.n_layers == len(maps.layers) == len(projections(model))
-    assert all(
-        h == layout.n_heads for g in getattr(maps, "groups", [maps]) for h in [g.probs.shape[2]]
-    )
+    per_layer = [g.probs.shape[2] for g in getattr(maps, "groups", [maps]) for _ in g.layers]
+    assert list(layout.heads_per_layer) == per_layer and layout.n_total == len(maps.head_index())
     plain = _output(model, batch)
-    for layer in range(layout.n_layers):
-        for head in (0, layout.n_heads - 1):
-            want = _zeroed_by_hand(model, batch, projections(model), layer, head, layout.n_heads)
+    flat = 0
+    for layer, n_heads in enumerate(per_layer):
+        for head in range(n_heads):
+            want = _zeroed_by_hand(model, batch, projections(model), layer, head, n_heads)
             with mask_heads(model, [(layer, head)]):
                 got = _output(model, batch)
             torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
             assert (got - plain).abs().max() > 1e-6, (layer, head)  # the head contributes
+            with mask_heads(model, [flat]):  # the flat id of the same head, layer-major
+                torch.testing.assert_close(_output(model, batch), got, rtol=0, atol=0)
+            assert maps.head_index()[flat].tolist() == [layer, head]
+            flat += 1
     torch.testing.assert_close(_output(model, batch), plain, rtol=0, atol=0)  # restored
 
 
@@ -132,11 +143,46 @@ def test_gates_scale_each_heads_contribution(name):
     torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize(
-    "name, build", [("swin", _windowed("swin-2stages")), ("segformer", segformer)]
-)
-def test_stages_with_different_head_counts_are_refused_by_name(name, build):
-    model, batch = build()
-    with pytest.raises(TypeError, match=rf"^{name}: its stages have \[2, 4\] heads .* refuses"):
-        with mask_heads(model, [(0, 1)]):
-            model(**batch)
+@pytest.mark.parametrize("name", ["swin-2-4-heads", "segformer-2-4-heads"])
+def test_layers_with_fewer_heads_refuse_heads_they_lack(name):
+    build, _ = FAMILIES[name]
+    model, _ = build()
+    layout = attention_layout(model)
+    assert layout.n_heads == 4 and layout.heads_per_layer[0] == 2
+    with pytest.raises(ValueError, match=r"pairs out of range for .* layers of 2/"):
+        with mask_heads(model, [(0, 3)]):
+            pass
+    with pytest.raises(ValueError, match=rf"flat head ids must lie in \[0, {layout.n_total}\)"):
+        with mask_heads(model, [layout.n_total]):
+            pass
+    wrong = np.zeros((layout.n_layers, layout.n_heads), dtype=bool)
+    wrong[0, 3] = True
+    with pytest.raises(ValueError, match="past the 2 heads of layer 0"):
+        with mask_heads(model, wrong):
+            pass
+
+
+def test_gradient_importance_has_one_score_per_head_of_every_stage():
+    """Layer-major, each layer's own heads; checked by a central difference of the gates."""
+    from skorg.attention import head_gradient_importance
+
+    model, batch = _windowed("swin-2stages")()
+    weights = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
+
+    def objective(m, b):  # a fixed projection of the last hidden state (its plain sum is flat)
+        return (m(**b).last_hidden_state * weights).sum()
+
+    scores = head_gradient_importance(model, [batch], objective)
+    layout = attention_layout(model)
+    assert scores.shape == (layout.n_total,) == (2 * 2 + 2 * 4,)
+    gates = torch.ones(layout.n_layers, layout.n_heads, dtype=torch.float64)
+
+    def loss(g):
+        with gate_heads(model, g.float()), torch.no_grad():
+            return float(objective(model, batch))
+
+    eps = 1e-2
+    up, down = gates.clone(), gates.clone()
+    up[2, 3] += eps
+    down[2, 3] -= eps
+    np.testing.assert_allclose(scores[4 + 3], abs(loss(up) - loss(down)) / (2 * eps), rtol=2e-2)
