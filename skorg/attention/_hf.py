@@ -358,7 +358,10 @@ class Backend:
             self._check(batch, list(found.items()), "softmax calls")
             capture.replay_probe()
             self.mode = "names"
-            self.recorder.source = "softmax input (the model returns no attentions to check)"
+            self.recorder.source = (
+                "softmax input (the model returns no attentions to check)"
+                + _layout.note(self.model)
+            )
             return outputs
         if capture.banded is not None:
             groups = [

@@ -45,7 +45,6 @@ _REFUSED = {
         "one for the global tokens and one (5-D) over blocks, neither a query x key map of "
         "the input"
     ),
-    "levit": _STAGES + "; its queries are subsampled between stages",
     "prophetnet": (
         "n-gram prediction: the decoder's self- and cross-attention stack the main stream and "
         "the predict streams on the query axis, and its encoder's output_attentions hold the "
@@ -81,6 +80,10 @@ _RAGGED = {
         "attends over the upsampled full length again"
     ),
     "segformer": "its stages reduce the image and its keys are spatially reduced",
+    "levit": (
+        "its stages shrink the image, and the attention layer between two stages has the "
+        "stride-subsampled positions as queries and the full grid as keys"
+    ),
 }
 
 # families whose maps are read exactly but whose heads cannot be gated one by one
@@ -103,6 +106,12 @@ _STAGED = ("swin", "swinv2", "segformer")
 
 # how a family's maps relate to the map the model uses, said in AttentionMaps.source
 _NOTES = {
+    "levit": (
+        "; LeViT returns no attentions: the maps are the softmax calls of its attention and "
+        "subsampling-attention layers (positions row-major), in forward order; each head's "
+        "context passes a Hardswish before the projection, so a gate of 0 removes the head "
+        "exactly and other gates scale its context before that activation"
+    ),
     "diffllama": (
         "; each layer calls its softmax twice with the same queries and keys, and the model "
         "uses P_h - lambda * P_(h + H/2) per head pair (differential attention): skorg returns "
@@ -330,6 +339,9 @@ def _stage_counts(model):
 
 def layer_heads(model):
     """Heads of every attention layer where they differ between stages (Swin, SegFormer)."""
+    if family(model) == "levit":
+        heads = tuple(h for _, h in _levit_layers(model))
+        return heads if len(set(heads)) > 1 else None
     if family(model) not in _STAGED:
         return None
     config = model.config
@@ -346,6 +358,9 @@ def layer_counts(model):
     """Number of layers and heads of every kind of attention of a transformers model."""
     config = model.config
     kinds = {}
+    if family(model) == "levit":
+        layers = _levit_layers(model)
+        return {"self": (len(layers), max(h for _, h in layers))}
     staged = _stage_counts(model) if family(model) in _STAGED else None
     if staged is not None:
         return staged
@@ -374,6 +389,12 @@ def layer_counts(model):
             "its heads cannot be masked."
         )
     return {k: (int(n), int(h)) for k, (n, h) in kinds.items()}
+
+
+def _levit_layers(model):
+    """LeViT's attention modules in forward order (that of registration), with their heads."""
+    names = ("LevitAttention", "LevitAttentionSubsample")
+    return [(m, int(m.num_attention_heads)) for m in model.modules() if type(m).__name__ in names]
 
 
 def _has_module(model, name):

@@ -252,12 +252,16 @@ def attention_report(
 def _primary_group(maps):
     """The maps the query x key x head sections analyse, and the index of their first head.
 
-    One group of equal-sized layers: the one with the most heads (the first on a tie), since
-    those sections organize one (query, key, head) tensor per input.
+    One group of equal-sized layers: of the groups whose queries and keys are the same
+    positions (square maps, which the tied organization needs), the one with the most heads
+    (the first on a tie), since those sections organize one (query, key, head) tensor per
+    input.
     """
     groups = getattr(maps, "groups", None)
     if groups is None:
         return maps, 0
     sizes = [g.probs.shape[1] * g.probs.shape[2] for g in groups]
-    best = int(np.argmax(sizes))
+    square = [g.probs.shape[3] == g.probs.shape[4] for g in groups]
+    candidates = [i for i in range(len(groups)) if square[i]] or list(range(len(groups)))
+    best = max(candidates, key=lambda i: (sizes[i], -i))
     return groups[best], int(sum(sizes[:best]))
