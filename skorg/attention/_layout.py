@@ -17,11 +17,6 @@ import torch
 
 from . import _windowed
 
-_WINDOWED = (
-    "windowed attention: every block attends inside local windows of the image (its softmax's "
-    "sample axis holds windows, not images) and output_attentions holds only the last block of "
-    "each stage"
-)
 _STAGES = (
     "layers of different sizes (pooled or subsampled stages) cannot be stacked into one "
     "(layer, head, query, key) tensor"
@@ -29,9 +24,11 @@ _STAGES = (
 
 # model_type -> reason (a string, or a function of the config returning a string or None)
 _REFUSED = {
-    "donut-swin": _WINDOWED,
-    "maskformer-swin": _WINDOWED,
-    "swin2sr": _WINDOWED,
+    "maskformer-swin": (
+        "its forward fails with output_attentions=True in this transformers (its stages "
+        "return no attentions to collect), so skorg cannot check its windowed maps against "
+        "the model's own"
+    ),
     "reformer": (
         "LSH and chunked local attention: its softmaxes run over hash buckets and chunks "
         "(5-D tensors), not over the input's keys"
@@ -102,7 +99,7 @@ _NOT_GATEABLE = {
 }
 
 # families whose configs list blocks and heads per stage (all attention layers are "self")
-_STAGED = ("swin", "swinv2", "segformer")
+_STAGED = ("swin", "swinv2", "donut-swin", "swin2sr", "segformer")
 
 # how a family's maps relate to the map the model uses, said in AttentionMaps.source
 _NOTES = {

@@ -20,9 +20,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-FAMILIES = ("swin", "swinv2")
-_CLASSES = ("SwinAttention", "Swinv2SelfAttention")
-_BLOCKS = ("SwinLayer", "Swinv2Layer")
+FAMILIES = ("swin", "swinv2", "donut-swin", "swin2sr")
+_CLASSES = (
+    "SwinAttention", "Swinv2SelfAttention", "DonutSwinSelfAttention",
+    "Swin2SRSelfAttention",
+)  # fmt: skip
+_BLOCKS = ("SwinLayer", "Swinv2Layer", "DonutSwinLayer", "Swin2SRLayer")
 LAYOUTS = ("axis", "image")
 
 SOURCE = (

@@ -24,6 +24,7 @@ REFUSED = {**LONG_REFUSED, **MORE_REFUSED}
 _WHY = {
     "big-bird-sparse": r"^big_bird: the attentions the model returns .* not the output of any "
     r"softmax it calls .* banded, blocked or sparse",
+    "maskformer-swin": r"^maskformer-swin: its forward fails with output_attentions=True",
     "reformer": r"^reformer: LSH and chunked local attention",
     "longt5-local": r"^longt5: the encoder's local or transient-global attention",
     "longt5-tglobal": r"^longt5: the encoder's local or transient-global attention",

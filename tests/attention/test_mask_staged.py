@@ -59,6 +59,14 @@ FAMILIES = {
     ),
     "segformer-2-4-heads": (segformer, lambda m: [a.o_proj for a in _of(m, "SegformerAttention")]),
     "swin": (_windowed("swin"), lambda m: [a.o_proj for a in _of(m, "SwinAttention")]),
+    "donut-swin": (
+        _windowed("donut-swin"),
+        lambda m: [a.output.dense for a in _of(m, "DonutSwinAttention")],
+    ),
+    "swin2sr": (
+        _windowed("swin2sr"),
+        lambda m: [a.output.dense for a in _of(m, "Swin2SRAttention")],
+    ),
     "swin-2-4-heads": (
         _windowed("swin-2stages"),
         lambda m: [a.o_proj for a in _of(m, "SwinAttention")],

@@ -29,6 +29,8 @@ LAYOUT = {
     "swin": ([2], [2], [4]),
     "swin-2stages": ([2, 2], [2, 4], [4, 1]),
     "swinv2": ([2], [2], [4]),
+    "donut-swin": ([2, 2], [2, 2], [4, 1]),
+    "swin2sr": ([2, 2], [2, 2], [16, 16]),
 }
 
 
@@ -68,7 +70,7 @@ def test_every_block_equals_the_models_softmax(name, monkeypatch):
     depths, heads, windows = LAYOUT[name]
     calls, returned = _model_softmaxes(model, batch, monkeypatch)
     assert len(calls) == sum(depths) and len(returned) == len(depths)
-    assert isinstance(maps, RaggedAttentionMaps) == (len(depths) > 1)
+    assert isinstance(maps, RaggedAttentionMaps) == (len(set(zip(heads, windows))) > 1)
     assert maps.layers.tolist() == list(range(sum(depths)))
     assert "windowed attention" in maps.source and "sample_axis='window'" in maps.source
     blocks = _blocks(maps)
@@ -111,9 +113,9 @@ def _tree_organize(X):
 @pytest.mark.parametrize("name", list(LAYOUT))
 def test_every_head_of_every_block_is_ranked(name):
     _, _, maps = _extracted(name)
-    depths, heads, _ = LAYOUT[name]
+    depths, heads, windows = LAYOUT[name]
     n_total = sum(d * h for d, h in zip(depths, heads, strict=True))
-    assert maps.head_index().shape == (n_total, 2) and maps.n_samples in (2, 8)
+    assert maps.head_index().shape == (n_total, 2) and maps.n_samples in (2, 2 * windows[0])
     scores = {
         "sparsity": head_sparsity(maps, organize=_tree_organize),
         "confidence": head_confidence(maps),

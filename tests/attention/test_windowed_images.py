@@ -31,7 +31,14 @@ GEOMETRY = {
     "swin": [(4, 2, 0), (4, 2, 1)],
     "swin-2stages": [(4, 2, 0), (4, 2, 1), (2, 2, 0), (2, 2, 0)],
     "swinv2": [(4, 2, 0), (4, 2, 1)],
+    "donut-swin": [(4, 2, 0), (4, 2, 1), (2, 2, 0), (2, 2, 0)],
+    "swin2sr": [(8, 2, 0), (8, 2, 1), (8, 2, 0), (8, 2, 1)],
 }
+
+
+def _heads(name):
+    depths, heads, _ = LAYOUT[name]
+    return [h for d, h in zip(depths, heads, strict=True) for _ in range(d)]
 
 
 @functools.cache
@@ -71,7 +78,8 @@ def test_every_block_is_the_models_softmax_at_image_positions(name, monkeypatch)
     model, batch, maps = _extracted(name)
     calls, _ = _model_softmaxes(model, batch, monkeypatch)
     depths = LAYOUT[name][0]
-    assert isinstance(maps, RaggedAttentionMaps) == (len(depths) > 1)
+    sizes = {(g[0], h) for g, h in zip(GEOMETRY[name], _heads(name), strict=True)}
+    assert isinstance(maps, RaggedAttentionMaps) == (len(sizes) > 1)
     assert maps.layers.tolist() == list(range(sum(depths)))
     assert "mapped back to image positions" in maps.source
     blocks = _blocks(maps)
@@ -94,31 +102,41 @@ def test_every_block_is_the_models_softmax_at_image_positions(name, monkeypatch)
     assert any(shifts)  # a shifted block is among them
 
 
+# post-norm blocks (Swinv2, Swin2SR) normalize the attention output after it, and their
+# values come from the block input; pre-norm blocks (Swin, Donut) normalize before
+_POST_NORM = ("swinv2", "swin2sr")
+_BLOCKS = ("SwinLayer", "Swinv2Layer", "DonutSwinLayer", "Swin2SRLayer")
+
+
+def _parts(block):
+    """(value projection, head count, output projection) of a block's attention."""
+    att = block.attention
+    if hasattr(att, "v_proj"):  # Swin
+        return att.v_proj, att.num_attention_heads, att.o_proj
+    return att.self.value, att.self.num_attention_heads, att.output.dense
+
+
 def _values_and_output(model, name, batch):
     """Per block: the values at image positions and the block's attention output there."""
     got = []
     hooks = []
-    v2 = name == "swinv2"
-    blocks = [m for m in model.modules() if type(m).__name__ in ("SwinLayer", "Swinv2Layer")]
+    post = name in _POST_NORM
+    blocks = [m for m in model.modules() if type(m).__name__ in _BLOCKS]
 
     def keep(block):
+        value, heads, _ = _parts(block)
+
         def before(module, args, kwargs):
             x = args[0]
-            if v2:
-                att = block.attention.self
-                values = att.value(x)
-                heads = att.num_attention_heads
-            else:
-                values = block.attention.v_proj(block.layernorm_before(x))
-                heads = block.attention.num_attention_heads
+            values = value(x if post else block.layernorm_before(x))
             got.append({"x": x, "values": values.unflatten(-1, (heads, -1)).transpose(1, 2)})
 
         def after_norm(module, args):
             entry = got[-1]
-            entry["output"] = args[0] if v2 else args[0] - entry["x"]
+            entry["output"] = args[0] if post else args[0] - entry["x"]
 
         hooks.append(block.register_forward_pre_hook(before, with_kwargs=True))
-        norm = block.layernorm_before if v2 else block.layernorm_after
+        norm = block.layernorm_before if post else block.layernorm_after
         hooks.append(norm.register_forward_pre_hook(after_norm))
 
     for block in blocks:
@@ -137,14 +155,12 @@ def test_the_image_maps_give_the_blocks_own_attention_output(name):
     """o_proj(P_image @ V_image) is the block's attention output at every image position."""
     model, batch, maps = _extracted(name)
     blocks, got = _values_and_output(model, name, batch)
+    assert len(blocks) == len(got) == len(_blocks(maps))
     for block, entry, (group, i) in zip(blocks, got, _blocks(maps), strict=True):
         p = torch.from_numpy(group.probs[:, i]).to(entry["values"].dtype)
         context = (p @ entry["values"]).transpose(1, 2).flatten(2)
         with torch.no_grad():
-            if name == "swinv2":
-                output = block.attention.output.dense(context)
-            else:
-                output = block.attention.o_proj(context)
+            output = _parts(block)[2](context)
         np.testing.assert_allclose(output.numpy(), entry["output"].numpy(), rtol=0, atol=1e-5)
 
 
