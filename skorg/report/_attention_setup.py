@@ -200,20 +200,42 @@ def digit_images(size, channels, n_images=64):
     return (images.repeat(1, channels, 1, 1) - 0.5) / 0.5, digits.target[:n_images]
 
 
+def _image_size(config, path):
+    """(height, width) of the model's images and where it comes from, in words.
+
+    The config's ``image_size``, else the ``size`` of a ``preprocessor_config.json`` beside the
+    weights, else 64 x 64 for models that take any size (SegFormer).
+    """
+    import json
+
+    size = getattr(config, "image_size", None)
+    if size is not None:
+        size = tuple(size) if isinstance(size, list | tuple) else (int(size), int(size))
+        return size, "the config's image_size"
+    processor = Path(path) / "preprocessor_config.json"
+    if processor.is_file():
+        try:
+            given = json.loads(processor.read_text(encoding="utf-8")).get("size")
+        except (ValueError, AttributeError):
+            given = None
+        if isinstance(given, int):
+            return (given, given), "the image processor's size"
+        if isinstance(given, dict) and {"height", "width"} <= set(given):
+            return (int(given["height"]), int(given["width"])), "the image processor's size"
+        if isinstance(given, dict) and "shortest_edge" in given:
+            edge = int(given["shortest_edge"])
+            return (edge, edge), "the image processor's shortest edge"
+    return (64, 64), "the model names no image size"
+
+
 def _local_image_setup(net, path, random_state, n_organize):
     import torch
 
     from skorg.attention import embedding_similarity_metric, mean_image_embedding
 
     config = net.config
-    size = getattr(config, "image_size", None)
     channels = getattr(config, "num_channels", 3)
-    if size is None:
-        raise InputError(
-            f"{path} holds a {config.model_type} model whose config names no image_size: the "
-            "report cannot size its images (use skorg.attention.extract_attention)"
-        )
-    size = tuple(size) if isinstance(size, list | tuple) else (int(size), int(size))
+    size, where = _image_size(config, path)
     pixels, labels = digit_images(size, channels)
     batch = {"pixel_values": pixels}
     n_org = min(n_organize, len(pixels))
@@ -225,7 +247,7 @@ def _local_image_setup(net, path, random_state, n_organize):
     return {
         "label": (
             f"local {config.model_type} model {path} on scikit-learn's digits (8 x 8, resized "
-            f"to {size[0]} x {size[1]}, {channels} channel{'s' if channels > 1 else ''})"
+            f"to {size[0]} x {size[1]} ({where}), {channels} channel{'s' if channels > 1 else ''})"
         ),
         "model": net,
         "inputs": {"pixel_values": pixels[:n_org]},

@@ -205,3 +205,19 @@ def test_attention_command_on_a_funnel_directory(tmp_path, capsys):
     assert "3 layers of 3 different sizes" in results["summary"][0]
     assert "use layers [0] (4 of the 12 heads" in results["summary"][1]
     assert len(results["tables"]["head_embedding"]) == 4  # the head tree of that group
+
+
+def test_attention_command_on_a_segformer_directory(tmp_path, capsys):
+    """Reduced keys, stages of 2 and 4 heads, no image_size in the config (64 x 64 is used and
+    said), and a (batch, channels, height, width) last hidden state."""
+    from .test_ragged import segformer
+
+    model, _ = segformer()
+    model.save_pretrained(tmp_path / "segformer")
+    argv = ["attention", "--model", tmp_path / "segformer", "--n-organize", 3]
+    results = _report([*argv, *_FAST, "-o", tmp_path / "out"], capsys)
+    assert sorted(r["head"] for r in results["tables"]["head_scores"]) == [
+        "L0H0", "L0H1", "L1H0", "L1H1", "L1H2", "L1H3",
+    ]  # fmt: skip
+    assert "resized to 64 x 64 (the model names no image size)" in results["summary"][0]
+    assert "use layers [1] (4 of the 6 heads" in results["summary"][1]  # the square group
