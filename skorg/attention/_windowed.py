@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._validation import check_memory
+
 FAMILIES = ("swin", "swinv2", "donut-swin", "swin2sr")
 _CLASSES = (
     "SwinAttention", "Swinv2SelfAttention", "DonutSwinSelfAttention",
@@ -130,6 +132,14 @@ class Windowed:
                 f"{size} tokens; skorg cannot map its windows back to image positions."
             )
         n = height * width
+        batch, heads = probs.shape[0] // n_windows, probs.shape[1]
+        # the dense maps grow as positions squared (the windows as positions x window size)
+        check_memory(
+            2 * batch * heads * n * n * probs.element_size(),
+            f"{family}: windows='image' (windows='axis' keeps the windows, n / window^2 times "
+            f"smaller): one block's maps at image positions ({batch} images x {heads} heads x "
+            f"{n} x {n} positions, probabilities and logits)",
+        )
         flat = torch.from_numpy((positions[:, :, None] * n + positions[:, None, :]).reshape(-1)).to(
             probs.device
         )

@@ -216,3 +216,14 @@ def test_a_padded_block_is_refused_in_image_positions():
     extract_attention(model, batch)  # the window axis keeps the padded windows
     with pytest.raises(ValueError, match=r"^swin: a block pads its 3 x 3 patches"):
         extract_attention(model, batch, windows="image")
+
+
+def test_image_positions_are_refused_past_the_memory_budget(monkeypatch):
+    """Dense maps grow as positions squared: the budget is asked before they are allocated."""
+    model, batch, _ = _extracted("swin")
+    monkeypatch.setenv("SKORG_MAX_MEMORY", "0.001")  # MiB: below one block's 2 x 2 x 16 x 16
+    with pytest.raises(
+        MemoryError, match=r"^swin: windows='image' .*\(2 images x 2 heads x 16 x 16"
+    ):
+        extract_attention(model, batch, windows="image")
+    extract_attention(model, batch)  # the window axis stays small
