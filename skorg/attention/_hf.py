@@ -428,7 +428,7 @@ class Backend:
         except TypeError:
             plan = {}
         per_layer = _layout.layer_heads(self.model)
-        if per_layer is not None:  # stages that differ in heads (Swin, SegFormer)
+        if per_layer is not None and "self" in plan:  # stages that differ in heads
             plan["self"] = (plan["self"][0], per_layer)
         if self.capture.windowed is not None and "self" in plan:
             # output_attentions holds the last block of each stage (the plan checks every block)
