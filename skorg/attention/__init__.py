@@ -61,5 +61,7 @@ __all__ = [
 from ._setups import accuracy_metric as accuracy_metric
 from ._setups import embedding_similarity_metric as embedding_similarity_metric
 from ._setups import load_minilm as load_minilm
+from ._setups import mean_image_embedding as mean_image_embedding
 from ._setups import mean_pooled_embedding as mean_pooled_embedding
+from ._setups import token_states as token_states
 from ._setups import train_digits_vit as train_digits_vit

@@ -118,6 +118,9 @@ def softmax_invariance_survey(
     from skorg.transforms import softmax_invariance_check
     from skorg.trees import dyadic_tree
 
+    from ._windowed import per_input
+
+    per_input(maps, "softmax_invariance_survey")
     if maps.logits is None:
         raise ValueError("maps holds no logits: extract them with logits=True.")
     if isinstance(sample, (bool, np.bool_)) or not isinstance(sample, (int, np.integer)):

@@ -58,8 +58,9 @@ class _Recorder:
     whose softmax calls are kept until they are checked against the model's own attentions).
     """
 
-    def __init__(self, layers, heads, dtype, want_logits):
+    def __init__(self, layers, heads, dtype, want_logits, windows="axis"):
         self.layers = layers
+        self.windows = windows  # windowed models: "axis" (windows as samples) or "image"
         self.heads = None if heads is None else torch.as_tensor(heads, dtype=torch.int64)
         self.torch_dtype, self.np_dtype = _DTYPES[dtype]
         self.want_logits = want_logits
@@ -281,6 +282,7 @@ def extract_attention(
     tokenizer=None,
     progress=False,
     kind=None,
+    windows="axis",
 ):
     """Attention probabilities and pre-softmax logits of chosen layers and heads.
 
@@ -298,8 +300,9 @@ def extract_attention(
         attention is not a full query x key map (banded, windowed, blocked, approximated,
         attention-free) is refused with the reason. Families whose layers differ in size
         (Funnel, SegFormer) give a :class:`RaggedAttentionMaps`, one group per size; Swin
-        and Swinv2 give every block with the windows on the sample axis
-        (``maps.sample_axis == "window"``, ``maps.windows_per_image``). Plain modules
+        and Swinv2 give every block, with the windows on the sample axis
+        (``maps.sample_axis == "window"``, ``maps.windows_per_image``) or mapped back to image
+        positions (``windows="image"``). Plain modules
         are read through hooks on their ``nn.MultiheadAttention`` layers (also when these are
         called with ``need_weights=False``); TransformerLens models (``HookedTransformer`` and
         ``TransformerBridge``) through their ``hook_attn_scores`` and ``hook_pattern`` hooks;
@@ -325,6 +328,15 @@ def extract_attention(
     kind : {"self", "encoder", "decoder", "cross"}, optional
         The kind of attention to return. Encoder-decoder models have several; without
         ``kind`` they are all returned, in a dict.
+    windows : {"axis", "image"}, default="axis"
+        Windowed attention (Swin, Swinv2): ``"axis"`` keeps each block's windows on the
+        sample axis (``sample_axis="window"``, image-major); ``"image"`` maps every block back
+        to one (positions x positions) query x key map per image, the positions being the
+        block's patch tokens in the model's row-major order, with the keys outside a query's
+        window (after the block's cyclic shift) masked (logit -inf, probability 0): the
+        per-input functions (:func:`network_tensor`, :func:`sensitivity_sweep`,
+        :func:`softmax_invariance_survey`) then see images. Stages of different sizes give a
+        :class:`RaggedAttentionMaps`. Other models have one sample per input either way.
 
     Returns
     -------
@@ -359,6 +371,8 @@ def extract_attention(
         raise ValueError(f"kind must be one of {list(_KINDS)} or None, got {kind!r}.")
     if not isinstance(logits, bool):
         raise TypeError(f"logits must be True or False, got {logits!r}.")
+    if not isinstance(windows, str) or windows not in ("axis", "image"):
+        raise ValueError(f"windows must be 'axis' or 'image', got {windows!r}.")
     layers = _index_list(layers, "layers")
     heads = _index_list(heads, "heads")
     if isinstance(model, np.ndarray | torch.Tensor | tuple):
@@ -372,7 +386,7 @@ def extract_attention(
     batches = [inputs] if _is_single_batch(inputs) else list(inputs)
     if not batches:
         raise ValueError("inputs holds no batch.")
-    recorder = _Recorder(layers, heads, dtype, logits)
+    recorder = _Recorder(layers, heads, dtype, logits, windows)
     parts, tokens = [], {}
     with torch.no_grad(), _runner(backend, model, recorder) as run:
         for batch in _iterate(batches, progress):

@@ -16,6 +16,7 @@ import contextlib
 import threading
 import weakref
 
+import numpy as np
 import torch
 
 from . import _banded, _layout, _windowed
@@ -100,7 +101,8 @@ class _Capture(Session):
         self.position = 0
         self.banded = _banded.Banded(model) if family(model) in _banded.FAMILIES else None
         windowed = family(model) in _windowed.FAMILIES
-        self.windowed = _windowed.Windowed(model) if windowed else None
+        layout = getattr(recorder, "windows", "axis")
+        self.windowed = _windowed.Windowed(model, layout) if windowed else None
 
     def start_forward(self):
         self.position = 0
@@ -125,13 +127,16 @@ class _Capture(Session):
             )
         entry = self.plan[position]
         if entry is not None:
-            self._record(entry, logits, probs)
+            self._record(entry, logits, probs, module)
         return output
 
-    def _record(self, entry, logits, probs):
+    def _record(self, entry, logits, probs, module):
         kind, layer, sink, heads = entry
         if heads is not None:  # a 3-D softmax over (batch * heads, query, key)
             logits, probs = (t.unflatten(0, (-1, heads)) for t in (logits, probs))
+        windowed = self.windowed
+        if windowed is not None and windowed.layout == "image" and windowed.applies(module):
+            logits, probs = windowed.to_images(module, logits, probs)
         self.recorder.record_softmax(kind, layer, logits, probs, sink)
 
     def make_plan(self, groups):
@@ -232,9 +237,9 @@ class _Capture(Session):
     def replay_probe(self):
         """Record the first batch's calls through the plan, then forget them."""
         calls = [c for c in self.probe if c[0] in self.modules]
-        for entry, (_, logits, probs, _) in zip(self.plan, calls, strict=True):
+        for entry, (module, logits, probs, _) in zip(self.plan, calls, strict=True):
             if entry is not None:
-                self._record(entry, logits, probs)
+                self._record(entry, logits, probs, module)
         self.probe = []
 
     def plan_from_names(self):
@@ -325,7 +330,7 @@ class Backend:
     def run(self, batch):
         if self.capture.banded is not None:
             self.capture.banded.prepare(batch)
-        if self.capture.windowed is not None:
+        if self.capture.windowed is not None and self.capture.windowed.layout == "axis":
             self.recorder.images = _layout.input_layout(batch)[0]
         if self.mode is None:
             return self._probe(batch)
@@ -353,7 +358,10 @@ class Backend:
             self._check(batch, list(found.items()), "softmax calls")
             capture.replay_probe()
             self.mode = "names"
-            self.recorder.source = "softmax input (the model returns no attentions to check)"
+            self.recorder.source = (
+                "softmax input (the model returns no attentions to check)"
+                + _layout.note(self.model)
+            )
             return outputs
         if capture.banded is not None:
             groups = [
@@ -408,7 +416,8 @@ class Backend:
         if capture.banded is not None:
             self.recorder.source += _banded.SOURCE
         if capture.windowed is not None:
-            self.recorder.source += _windowed.SOURCE
+            image = capture.windowed.layout == "image"
+            self.recorder.source += _windowed.IMAGE_SOURCE if image else _windowed.SOURCE
         return outputs
 
     def _check(self, batch, groups, what):
@@ -418,6 +427,16 @@ class Backend:
             plan = _layout.layer_counts(self.model)
         except TypeError:
             plan = {}
+        per_layer = _layout.layer_heads(self.model)
+        if per_layer is not None and "self" in plan:  # stages that differ in heads
+            plan["self"] = (plan["self"][0], per_layer)
+        if self.capture.windowed is not None and "self" in plan:
+            # output_attentions holds the last block of each stage (the plan checks every block)
+            lasts = np.cumsum(_windowed.depths(self.model)) - 1
+            heads = plan["self"][1]
+            if isinstance(heads, tuple):
+                heads = tuple(heads[i] for i in lasts)
+            plan["self"] = (len(lasts), heads)
         for kind, tensors in groups:
             n_layers, heads = plan.get(kind, (None, None))
             _layout.check_layout(

@@ -31,6 +31,8 @@ class Gating(Session):
         super().__init__(model, this_thread_only=False)
         self.gates = gates  # kind -> tensor (n_layers, n_heads) or None
         self.layouts = layouts
+        # heads of every layer where the stages differ (Swin, SegFormer): self-attention only
+        self.layer_heads = {"self": _layout.layer_heads(model)}
         self.encoder_decoder = _layout.is_seq2seq(model)
         self.counts = threading.local()
         self.kinds = {}
@@ -80,6 +82,9 @@ class Gating(Session):
         if gates is None:
             return probs
         n_layers, n_heads = self.layouts[kind]
+        per_layer = self.layer_heads.get(kind)
+        if per_layer is not None and layer < n_layers:
+            n_heads = per_layer[layer]
         if self.banded is not None and self.banded.applies(module):
             if probs.dim() != 4 or probs.shape[-1] not in self.banded.widths:
                 raise ValueError(self.banded.refusal())
@@ -103,7 +108,7 @@ class Gating(Session):
         gate = gates[layer]
         if gate is None:
             return probs
-        gate = gate.to(device=probs.device, dtype=probs.dtype)
+        gate = gate[:n_heads].to(device=probs.device, dtype=probs.dtype)
         if three_d:  # (batch * heads, query, key), heads varying fastest
             return (probs.unflatten(0, (-1, n_heads)) * gate.view(1, -1, 1, 1)).flatten(0, 1)
         return probs * gate.view(1, -1, 1, 1)

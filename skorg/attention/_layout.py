@@ -17,11 +17,6 @@ import torch
 
 from . import _windowed
 
-_WINDOWED = (
-    "windowed attention: every block attends inside local windows of the image (its softmax's "
-    "sample axis holds windows, not images) and output_attentions holds only the last block of "
-    "each stage"
-)
 _STAGES = (
     "layers of different sizes (pooled or subsampled stages) cannot be stacked into one "
     "(layer, head, query, key) tensor"
@@ -29,9 +24,11 @@ _STAGES = (
 
 # model_type -> reason (a string, or a function of the config returning a string or None)
 _REFUSED = {
-    "donut-swin": _WINDOWED,
-    "maskformer-swin": _WINDOWED,
-    "swin2sr": _WINDOWED,
+    "maskformer-swin": (
+        "its forward fails with output_attentions=True in this transformers (its stages "
+        "return no attentions to collect), so skorg cannot check its windowed maps against "
+        "the model's own"
+    ),
     "reformer": (
         "LSH and chunked local attention: its softmaxes run over hash buckets and chunks "
         "(5-D tensors), not over the input's keys"
@@ -45,7 +42,6 @@ _REFUSED = {
         "one for the global tokens and one (5-D) over blocks, neither a query x key map of "
         "the input"
     ),
-    "levit": _STAGES + "; its queries are subsampled between stages",
     "prophetnet": (
         "n-gram prediction: the decoder's self- and cross-attention stack the main stream and "
         "the predict streams on the query axis, and its encoder's output_attentions hold the "
@@ -76,14 +72,19 @@ _REFUSED = {
 # families whose layers differ in size, returned as one group of maps per run of equal-sized
 # layers (RaggedAttentionMaps); the reason is said in its source
 _RAGGED = {
-    "funnel": "its queries (and then its keys) are pooled between blocks",
+    "funnel": (
+        "its queries (and then its keys) are pooled between blocks, and FunnelModel's decoder "
+        "attends over the upsampled full length again"
+    ),
     "segformer": "its stages reduce the image and its keys are spatially reduced",
+    "levit": (
+        "its stages shrink the image, and the attention layer between two stages has the "
+        "stride-subsampled positions as queries and the full grid as keys"
+    ),
 }
 
 # families whose maps are read exactly but whose heads cannot be gated one by one
 _NOT_GATEABLE = {
-    "swin": _WINDOWED + "; its gate is not checked on the windowed blocks",
-    "swinv2": _WINDOWED + "; its gate is not checked on the windowed blocks",
     "diffllama": (
         "differential attention: the model combines softmax heads h and h + H/2 as "
         "P_h - lambda * P_(h + H/2) and normalizes the difference, so zeroing one softmax head "
@@ -97,8 +98,17 @@ _NOT_GATEABLE = {
     ),
 }
 
+# families whose configs list blocks and heads per stage (all attention layers are "self")
+_STAGED = ("swin", "swinv2", "donut-swin", "swin2sr", "segformer")
+
 # how a family's maps relate to the map the model uses, said in AttentionMaps.source
 _NOTES = {
+    "levit": (
+        "; LeViT returns no attentions: the maps are the softmax calls of its attention and "
+        "subsampling-attention layers (positions row-major), in forward order; each head's "
+        "context passes a Hardswish before the projection, so a gate of 0 removes the head "
+        "exactly and other gates scale its context before that activation"
+    ),
     "diffllama": (
         "; each layer calls its softmax twice with the same queries and keys, and the model "
         "uses P_h - lambda * P_(h + H/2) per head pair (differential attention): skorg returns "
@@ -119,11 +129,6 @@ def refusal(model, *, masking=False):
     reason = _REFUSED.get(family(model))
     if callable(reason):
         reason = reason(model.config)
-    if masking and reason is None and ragged(model) is not None:
-        reason = (
-            f"layers of different sizes ({ragged(model)}): a gate on its pooled layers is not "
-            "checked to remove exactly one head's contribution"
-        )
     if masking and reason is None:
         reason = _NOT_GATEABLE.get(family(model))
         if callable(reason):
@@ -243,6 +248,8 @@ def check_layout(model, kind, tensors, batch, *, seq2seq, heads, n_layers, what)
         _check_count(name, kind, tensors, n_layers)
         return
     b, h, q, k = shapes[0]
+    if isinstance(heads, tuple):  # one head count per layer, all equal here
+        heads = heads[0] if len(set(heads)) == 1 else -1
     if n is not None and b != n and not _windows(name, b, n):
         raise ValueError(
             f"{name}: the sample axis of its {kind} attention holds {b} entries for a batch of "
@@ -286,10 +293,11 @@ def _check_stages(name, kind, shapes, n, heads, want):
                 f"{name}: the sample axis of its {kind} layer {layer} holds {b} entries for a "
                 f"batch of {n} inputs; the maps are not per input, so skorg refuses them."
             )
-        if heads is not None and h != heads:
+        want_h = heads[layer] if isinstance(heads, tuple) and layer < len(heads) else heads
+        if want_h is not None and h != want_h:
             raise ValueError(
                 f"{name}: its {kind} layer {layer} has {h} entries on the head axis but the "
-                f"config says {heads} heads; skorg refuses maps whose head axis it cannot name."
+                f"config says {want_h} heads; skorg refuses maps whose head axis it cannot name."
             )
         for got, limit, axis in ((q, want[0], "queries"), (k, want[1], "keys")):
             if limit is not None and (got > limit or (layer == 0 and got != limit)):
@@ -312,10 +320,47 @@ def is_seq2seq(model):
     return "encoder" in tops and "decoder" in tops
 
 
+def _stage_counts(model):
+    """Staged families (Swin, SegFormer): every block of every stage, and the most heads.
+
+    Their configs list blocks and heads per stage; where the stages differ in heads,
+    :func:`layer_heads` gives every layer's count.
+    """
+    config = model.config
+    depths = getattr(config, "depths", None)
+    heads = getattr(config, "num_heads", None) or getattr(config, "num_attention_heads", None)
+    if not isinstance(depths, list | tuple) or not isinstance(heads, list | tuple):
+        return None
+    return {"self": (int(sum(depths)), int(max(heads)))}
+
+
+def layer_heads(model):
+    """Heads of every attention layer where they differ between stages (Swin, SegFormer)."""
+    if family(model) == "levit":
+        heads = tuple(h for _, h in _levit_layers(model))
+        return heads if len(set(heads)) > 1 else None
+    if family(model) not in _STAGED:
+        return None
+    config = model.config
+    depths = getattr(config, "depths", None)
+    heads = getattr(config, "num_heads", None) or getattr(config, "num_attention_heads", None)
+    if not isinstance(depths, list | tuple) or not isinstance(heads, list | tuple):
+        return None
+    if len(set(heads)) == 1:
+        return None
+    return tuple(int(h) for h, d in zip(heads, depths, strict=True) for _ in range(int(d)))
+
+
 def layer_counts(model):
     """Number of layers and heads of every kind of attention of a transformers model."""
     config = model.config
     kinds = {}
+    if family(model) == "levit":
+        layers = _levit_layers(model)
+        return {"self": (len(layers), max(h for _, h in layers))}
+    staged = _stage_counts(model) if family(model) in _STAGED else None
+    if staged is not None:
+        return staged
     if is_seq2seq(model):
         enc = _first(config, ("encoder_layers", "num_layers", "num_hidden_layers"))
         dec = _first(config, ("decoder_layers", "num_decoder_layers", "num_layers"))
@@ -328,6 +373,8 @@ def layer_counts(model):
         attention_layers = attention_layer_types(config)
         if attention_layers is not None and n is not None and len(attention_layers) < n:
             n = len(attention_layers)  # hybrids: their attention layers only, in order
+        if family(model) == "funnel" and n is not None and _has_module(model, "FunnelDecoder"):
+            n += int(config.num_decoder_layers)  # FunnelModel: the upsampling decoder's layers
         kinds = {"self": (n, h)}
         if getattr(config, "add_cross_attention", False):
             kinds["cross"] = (n, h)
@@ -339,6 +386,16 @@ def layer_counts(model):
             "its heads cannot be masked."
         )
     return {k: (int(n), int(h)) for k, (n, h) in kinds.items()}
+
+
+def _levit_layers(model):
+    """LeViT's attention modules in forward order (that of registration), with their heads."""
+    names = ("LevitAttention", "LevitAttentionSubsample")
+    return [(m, int(m.num_attention_heads)) for m in model.modules() if type(m).__name__ in names]
+
+
+def _has_module(model, name):
+    return any(type(m).__name__ == name for m in model.modules())
 
 
 def _first(config, names):

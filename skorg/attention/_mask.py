@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -19,6 +19,18 @@ class _Layout:
     n_layers: int
     n_heads: int
     attention: str = "self"
+    # heads of every layer where layers differ (stages of Swin, SegFormer); n_heads is the most
+    layer_heads: tuple | None = field(default=None, repr=False)
+
+    @property
+    def heads_per_layer(self):
+        """The number of heads of every layer."""
+        return self.layer_heads or (self.n_heads,) * self.n_layers
+
+    @property
+    def n_total(self):
+        """Heads of all layers: the length of a flat, layer-major head id list."""
+        return int(sum(self.heads_per_layer))
 
 
 def _kinds(model):
@@ -54,7 +66,10 @@ def attention_layout(model, kind=None):
     Returns
     -------
     layout : object with attributes ``kind`` ("hf", "mha" or "tlens"), ``n_layers``,
-        ``n_heads`` and ``attention`` (the kind of attention).
+        ``n_heads`` (the most heads of a layer), ``attention`` (the kind of attention),
+        ``heads_per_layer`` and ``n_total`` (all heads). Models whose stages differ in heads
+        (Swin, SegFormer) number their heads layer-major: flat id = the heads of the earlier
+        layers + head.
 
     Examples
     --------
@@ -78,7 +93,12 @@ def attention_layout(model, kind=None):
     if kind not in kinds:
         raise ValueError(f"the model has no {kind!r} attention; it has {sorted(kinds)}.")
     n_layers, n_heads = kinds[kind]
-    return _Layout(name, n_layers, n_heads, kind)
+    per_layer = None
+    if name == "hf" and kind == "self":
+        from ._layout import layer_heads
+
+        per_layer = layer_heads(model)
+    return _Layout(name, n_layers, n_heads, kind, per_layer)
 
 
 @contextlib.contextmanager
@@ -97,6 +117,8 @@ def gate_heads(model, gates, *, layers=None, kind=None):
     ----------
     model : transformers model, TransformerLens model, or torch.nn.Module
     gates : torch.Tensor of shape (n_layers, n_heads)
+        ``n_heads`` is the most heads of a layer; where a layer has fewer (stages of Swin or
+        SegFormer), its gates past them are not used.
     layers : sequence of int, optional
         Only these layers get hooks (the others run untouched); all by default.
     kind : {"self", "encoder", "decoder", "cross"}, optional
@@ -134,6 +156,8 @@ def gate_heads(model, gates, *, layers=None, kind=None):
 
 def _head_matrix(heads, layout):
     mask = np.zeros((layout.n_layers, layout.n_heads), dtype=bool)
+    per_layer = np.asarray(layout.heads_per_layer)
+    exists = np.arange(layout.n_heads)[None, :] < per_layer[:, None]
     if heads is None:
         return mask
     if isinstance(heads, torch.Tensor):
@@ -142,6 +166,11 @@ def _head_matrix(heads, layout):
     if arr.dtype == bool:
         if arr.shape != mask.shape:
             raise ValueError(f"a boolean head mask must have shape {mask.shape}, got {arr.shape}.")
+        if (arr & ~exists).any():
+            layer = int(np.flatnonzero((arr & ~exists).any(axis=1))[0])
+            raise ValueError(
+                f"the head mask marks heads past the {per_layer[layer]} heads of layer {layer}."
+            )
         return arr.copy()
     if arr.size == 0:
         return mask
@@ -152,14 +181,23 @@ def _head_matrix(heads, layout):
         )
     arr = arr.astype(np.int64, copy=False)
     if arr.ndim == 1:  # flat, layer-major head ids
-        if arr.min() < 0 or arr.max() >= mask.size:
-            raise ValueError(f"flat head ids must lie in [0, {mask.size}), got {arr}.")
-        mask.ravel()[arr] = True
+        if arr.min() < 0 or arr.max() >= layout.n_total:
+            raise ValueError(f"flat head ids must lie in [0, {layout.n_total}), got {arr}.")
+        offsets = np.concatenate([[0], np.cumsum(per_layer)])
+        layer = np.searchsorted(offsets, arr, side="right") - 1
+        mask[layer, arr - offsets[layer]] = True
         return mask
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise ValueError("heads must be flat ids, (layer, head) pairs or a boolean matrix.")
-    if arr.min() < 0 or (arr[:, 0] >= layout.n_layers).any() or (arr[:, 1] >= layout.n_heads).any():
-        raise ValueError(f"(layer, head) pairs out of range for {mask.shape}: {arr.tolist()}.")
+    if (
+        arr.min() < 0
+        or (arr[:, 0] >= layout.n_layers).any()
+        or (arr[:, 1] >= per_layer[np.minimum(arr[:, 0], layout.n_layers - 1)]).any()
+    ):
+        raise ValueError(
+            f"(layer, head) pairs out of range for {layout.n_layers} layers of "
+            f"{_heads_text(per_layer)} heads: {arr.tolist()}."
+        )
     mask[arr[:, 0], arr[:, 1]] = True
     return mask
 
@@ -172,7 +210,8 @@ def mask_heads(model, heads, *, kind=None):
     ----------
     model : transformers model, TransformerLens model, or torch.nn.Module
     heads : bool array of shape (n_layers, n_heads), (layer, head) pairs, or flat ids
-        The heads to remove; flat ids are ``layer * n_heads + head``.
+        The heads to remove; flat ids are layer-major, ``layer * n_heads + head`` (where the
+        layers differ in heads, the heads of the earlier layers + head).
     kind : {"self", "encoder", "decoder", "cross"}, optional
         The kind of attention whose heads are removed; required for encoder-decoder models.
 
@@ -209,3 +248,8 @@ def mask_heads(model, heads, *, kind=None):
     hooked = np.flatnonzero(removed.any(axis=1)).tolist()
     with gate_heads(model, gates, layers=hooked, kind=layout.attention):
         yield model
+
+
+def _heads_text(per_layer):
+    counts = sorted(set(per_layer.tolist()))
+    return str(counts[0]) if len(counts) == 1 else "/".join(map(str, per_layer.tolist()))

@@ -34,8 +34,16 @@ def network_tensor(maps, sample=0, *, crop_padding=True):
     >>> X.shape, index[4].tolist()
     ((4, 4, 6), [1, 1])
     """
+    from ._windowed import per_input
+
+    per_input(maps, "network_tensor")
     if not 0 <= sample < maps.n_samples:
         raise ValueError(f"sample must lie in [0, {maps.n_samples}), got {sample}.")
+    return sample_tensor(maps, sample, crop_padding)
+
+
+def sample_tensor(maps, sample, crop_padding=True):
+    """network_tensor's core: any sample axis (a window of windowed maps, scored per window)."""
     probs = np.asarray(maps.probs[sample], dtype=np.float64)  # (L, H, Q, K)
     if crop_padding:
         keep = maps.valid_tokens(sample)  # for pooled queries, the rows that see a key

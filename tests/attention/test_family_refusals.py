@@ -24,7 +24,7 @@ REFUSED = {**LONG_REFUSED, **MORE_REFUSED}
 _WHY = {
     "big-bird-sparse": r"^big_bird: the attentions the model returns .* not the output of any "
     r"softmax it calls .* banded, blocked or sparse",
-    "levit": r"^levit: layers of different sizes",
+    "maskformer-swin": r"^maskformer-swin: its forward fails with output_attentions=True",
     "reformer": r"^reformer: LSH and chunked local attention",
     "longt5-local": r"^longt5: the encoder's local or transient-global attention",
     "longt5-tglobal": r"^longt5: the encoder's local or transient-global attention",
@@ -46,7 +46,6 @@ _WHY = {
 
 # with the family table emptied: the layout check's own reason (None: same message as above)
 _LAYOUT = {
-    "levit": r"self layers have attention maps of different sizes",
     "reformer": r"output_attentions of self layer 0 is 5-D",
     "longt5-local": r"output_attentions of encoder layer 0 is 5-D",
     "longt5-tglobal": r"output_attentions of encoder layer 0 is 5-D",
