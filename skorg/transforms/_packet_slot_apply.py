@@ -1,0 +1,171 @@
+"""The analysis, synthesis and materialized dictionary of the Haar-Walsh packets by the
+in-place schedule (:mod:`._packet_slots`): a block of columns at a time, every level in
+the memory of the one below, each wanted entry written out when its slot holds it.
+
+Entry ``(j, p)`` sits in slot ``s = slot_of[j, p]`` from the last pair of level ``j`` or
+below it (finer) that writes ``s`` up to the first pair of a coarser level that does; it is
+captured after that last pair (or at load when no pair writes ``s`` that fine). The pairs
+that no capture needs (read backwards: a pair is needed when a capture or a needed pair
+after it reads one of its slots) are dropped, so the analysis in the tree Haar basis, say,
+runs only the scaling pairs and their Haar partners. Same butterflies, same values as the
+level-by-level path (:func:`._packet_core._analysis`), bit for bit
+(tests/transforms/test_packet_slot_apply.py).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .._kernels import _packet_slots_apply as _kernels
+from .._kernels._packets import SERIAL_SIZE
+
+__all__: list[str] = []
+
+
+def _capture_ops(sl, levels, slots):
+    """For every entry (level ``levels[c]``, slot ``slots[c]``): the index of the last pair
+    of level ``levels[c]`` or finer that writes its slot, -1 when none does."""
+    n_levels = sl.slot_of.shape[0]
+    n_ops = sl.lev.shape[0]
+    if not n_ops:
+        return np.full(levels.shape[0], -1, dtype=np.intp)
+    t_slot = np.concatenate([sl.pair_a, sl.pair_b])
+    t_op = np.tile(np.arange(n_ops), 2)
+    # along a slot the pairs run from fine to coarse: the key grows with the op
+    key = t_slot * (n_levels + 1) + (n_levels - np.concatenate([sl.lev, sl.lev]))
+    srt = np.argsort(key, kind="stable")
+    key, t_slot, t_op = key[srt], t_slot[srt], t_op[srt]
+    at = np.searchsorted(key, slots * (n_levels + 1) + (n_levels - levels), side="right") - 1
+    hit = at >= 0
+    hit[hit] = t_slot[at[hit]] == slots[hit]
+    return np.where(hit, t_op[np.maximum(at, 0)], -1)
+
+
+def _grouped(n_groups, group, *arrays):
+    """The captures sorted by group, and the group pointers."""
+    srt = np.argsort(group, kind="stable")
+    ptr = np.zeros(n_groups + 1, dtype=np.intp)
+    np.cumsum(np.bincount(group, minlength=n_groups), out=ptr[1:])
+    return ptr, *(np.ascontiguousarray(a[srt], dtype=np.intp) for a in arrays)
+
+
+def capture_schedule(plan, levels, positions, out_levels, out_positions):
+    """The pruned pairs ``(pa, pb, w)`` and the captures ``(ptr, slot, out_level,
+    out_position)`` that read entry ``(levels[c], positions[c])`` into
+    ``out[out_levels[c], out_positions[c]]``."""
+    sl = plan.slots
+    levels = np.asarray(levels, dtype=np.intp)
+    slots = sl.slot_of[levels, np.asarray(positions, dtype=np.intp)]
+    n_ops = sl.lev.shape[0]
+    after = _capture_ops(sl, levels, slots)
+    ptr, c_slot = _grouped(n_ops + 1, after + 1, slots)
+    keep = _kernels.prune(plan.n, sl.pair_a, sl.pair_b, ptr, c_slot)
+    new_index = np.r_[np.cumsum(keep) - 1, 0]  # a last entry for the pairless plans
+    group = np.where(after >= 0, new_index[np.maximum(after, 0)] + 1, 0)
+    n_kept = int(keep.sum())
+    cap = _grouped(n_kept + 1, group, slots, out_levels, out_positions)
+    pairs = (
+        np.ascontiguousarray(sl.pair_a[keep]),
+        np.ascontiguousarray(sl.pair_b[keep]),
+        np.ascontiguousarray(sl.w[keep]),
+    )
+    return pairs, cap
+
+
+def _width(n, B):
+    """Columns per block: 64 to 256, at most 2 MiB of rows (as the cost pass)."""
+    width = 1 << max(0, (2**18 // max(n, 1)).bit_length() - 1)
+    return int(min(max(B, 1), max(64, min(256, width))))
+
+
+def _buffers(n, B, width):
+    """The kernels and their block buffers: serial below SERIAL_SIZE values (or for one
+    block), else a group of blocks across the threads."""
+    n_blocks = -(-B // width)
+    if n * B < SERIAL_SIZE or n_blocks < 2:
+        group, parallel = 1, False
+    else:
+        group, parallel = int(min(n_blocks, 4 * numba.get_num_threads())), True
+    # padded rows: see skorg._kernels._packet_slots.PAD
+    return np.empty((group, n, width + 8), dtype=np.float64), parallel
+
+
+def _as_rows(X, axis):
+    """X with ``axis`` first as a 2-D ``(n, B)`` view, or a copy where no view exists."""
+    moved = np.moveaxis(X, axis, 0)
+    shape = (moved.shape[0], X.size // max(moved.shape[0], 1))
+    try:
+        return moved.reshape(shape, copy=False)
+    except ValueError:
+        return np.ascontiguousarray(moved).reshape(shape)
+
+
+def _out_rows(out, axis, lead=0):
+    """A ``(.., n, B)`` view of ``out`` with ``axis`` (after ``lead`` leading axes) first,
+    or scratch of that shape; and the call that puts the scratch back (nothing for a
+    view)."""
+    moved = np.moveaxis(out, axis + lead, lead)
+    n = moved.shape[lead]
+    shape = (*moved.shape[:lead], n, out.size // max(n * int(np.prod(moved.shape[:lead])), 1))
+    try:
+        return moved.reshape(shape, copy=False), lambda: None
+    except ValueError:
+        rows = np.empty(shape, dtype=out.dtype)
+
+        def finish():
+            moved[...] = rows.reshape(moved.shape)
+
+        return rows, finish
+
+
+def _forward(X, plan, axis, scale, schedule, out3):
+    pairs, cap = schedule
+    src = _as_rows(X, axis)
+    n, B = src.shape
+    width = _width(n, B)
+    bufs, parallel = _buffers(n, B, width)
+    run = _kernels.forward if parallel else _kernels.forward_serial
+    run(src, plan.order, float(scale), width, bufs, *pairs, cap, 1.0 / scale, out3)
+
+
+def slot_analysis(X, plan, basis, axis, scale=1.0):
+    """The coefficients of X (checked, float) along ``axis`` in ``basis`` (checked): an
+    array of X's shape and dtype, as :func:`._packet_core._apply`."""
+    k = np.arange(basis.levels.shape[0])
+    schedule = capture_schedule(plan, basis.levels, basis.positions, np.zeros_like(k), k)
+    out = np.empty(X.shape, dtype=X.dtype)
+    rows, finish = _out_rows(out, axis)
+    _forward(X, plan, axis, scale, schedule, rows[None])
+    finish()
+    return out
+
+
+def slot_synthesis(C, plan, basis, axis, scale=1.0):
+    """Data from coefficients C (checked, float) along ``axis`` in ``basis`` (checked)."""
+    k = np.arange(basis.levels.shape[0])
+    pairs, cap = capture_schedule(plan, basis.levels, basis.positions, np.zeros_like(k), k)
+    src = _as_rows(C, axis)
+    n, B = src.shape
+    out = np.empty(C.shape, dtype=C.dtype)
+    rows, finish = _out_rows(out, axis)
+    width = _width(n, B)
+    bufs, parallel = _buffers(n, B, width)
+    run = _kernels.inverse if parallel else _kernels.inverse_serial
+    run(src, float(scale), width, bufs, *pairs, cap, plan.order, 1.0 / scale, rows)
+    finish()
+    return out
+
+
+def slot_dictionary(X, plan, axis, scale=1.0):
+    """Every level of the dictionary of X (checked, float) along ``axis``: an array of shape
+    ``(n_levels,) + X.shape`` and X's dtype, as :func:`wavelet_packet_dictionary`."""
+    L, n = plan.n_levels, plan.n
+    levels = np.repeat(np.arange(L), n)
+    positions = np.tile(np.arange(n), L)
+    schedule = capture_schedule(plan, levels, positions, levels, positions)
+    out = np.empty((L, *X.shape), dtype=X.dtype)
+    rows, finish = _out_rows(out, axis, lead=1)
+    _forward(X, plan, axis, scale, schedule, rows)
+    finish()
+    return out
