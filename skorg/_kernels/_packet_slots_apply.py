@@ -45,12 +45,13 @@ def _capture(buf, c, m, lo, cap_slot, cap_lev, cap_pos, inv, out):
 
 
 @numba.njit(cache=True)
-def forward_block(src, order, scale, lo, buf, pa, pb, w, cap, inv, out):
-    """One block of columns from ``lo`` (``buf``: its ``n`` rows, at least as wide):
+def forward_block(src, order, scale, lo, buf, width, pa, pb, w, cap, inv, out):
+    """One block of ``width`` columns from ``lo`` (``buf``: its ``n`` rows, C-contiguous:
+    a view of fewer columns would not vectorize):
     ``out[cap_lev[c], cap_pos[c], lo:lo + m]`` = the captured row over ``scale``."""
     cap_ptr, cap_slot, cap_lev, cap_pos = cap
     n = buf.shape[0]
-    m = min(buf.shape[1], src.shape[1] - lo)
+    m = min(width, src.shape[1] - lo)
     for s in range(n):
         row, dst = src[order[s], lo : lo + m], buf[s]
         for t in range(m):
@@ -69,13 +70,13 @@ def forward_block(src, order, scale, lo, buf, pa, pb, w, cap, inv, out):
 
 
 @numba.njit(cache=True)
-def inverse_block(src, scale, lo, buf, pa, pb, w, cap, order, inv, out):
+def inverse_block(src, scale, lo, buf, width, pa, pb, w, cap, order, inv, out):
     """The way back on one block: ``src[cap_pos[c]]`` (times ``scale``) added to slot
     ``cap_slot[c]`` where the forward pass captures it; ``out[order[s], lo:lo + m]`` = the
     finest row in slot ``s`` over ``scale``."""
     cap_ptr, cap_slot, _, cap_pos = cap
     n = buf.shape[0]
-    m = min(buf.shape[1], src.shape[1] - lo)
+    m = min(width, src.shape[1] - lo)
     for s in range(n):
         row = buf[s]
         for t in range(m):
@@ -108,17 +109,16 @@ def forward(src, order, scale, width, bufs, pa, pb, w, cap, inv, out):
     group = bufs.shape[0]
     for g0 in range(0, n_blocks, group):
         for g in prange(min(group, n_blocks - g0)):
-            buf = bufs[g, :, :width]
-            forward_block(src, order, scale, (g0 + g) * width, buf, pa, pb, w, cap, inv, out)
+            lo = (g0 + g) * width
+            forward_block(src, order, scale, lo, bufs[g], width, pa, pb, w, cap, inv, out)
 
 
 @numba.njit(cache=True)
 def forward_serial(src, order, scale, width, bufs, pa, pb, w, cap, inv, out):
     """The serial twin of :func:`forward` (one block at a time, in ``bufs[0]``)."""
     n_blocks = (src.shape[1] + width - 1) // width
-    buf = bufs[0, :, :width]
     for blk in range(n_blocks):
-        forward_block(src, order, scale, blk * width, buf, pa, pb, w, cap, inv, out)
+        forward_block(src, order, scale, blk * width, bufs[0], width, pa, pb, w, cap, inv, out)
 
 
 @numba.njit(parallel=True, cache=True)
@@ -128,14 +128,13 @@ def inverse(src, scale, width, bufs, pa, pb, w, cap, order, inv, out):
     group = bufs.shape[0]
     for g0 in range(0, n_blocks, group):
         for g in prange(min(group, n_blocks - g0)):
-            buf = bufs[g, :, :width]
-            inverse_block(src, scale, (g0 + g) * width, buf, pa, pb, w, cap, order, inv, out)
+            lo = (g0 + g) * width
+            inverse_block(src, scale, lo, bufs[g], width, pa, pb, w, cap, order, inv, out)
 
 
 @numba.njit(cache=True)
 def inverse_serial(src, scale, width, bufs, pa, pb, w, cap, order, inv, out):
     """The serial twin of :func:`inverse`."""
     n_blocks = (src.shape[1] + width - 1) // width
-    buf = bufs[0, :, :width]
     for blk in range(n_blocks):
-        inverse_block(src, scale, blk * width, buf, pa, pb, w, cap, order, inv, out)
+        inverse_block(src, scale, blk * width, bufs[0], width, pa, pb, w, cap, order, inv, out)
