@@ -14,6 +14,9 @@ level-by-level path (:func:`._packet_core._analysis`), bit for bit
 
 from __future__ import annotations
 
+import threading
+import weakref
+
 import numba
 import numpy as np
 
@@ -71,6 +74,32 @@ def capture_schedule(plan, levels, positions, out_levels, out_positions):
         np.ascontiguousarray(sl.w[keep]),
     )
     return pairs, cap
+
+
+# the schedules of the last few bases of every plan: a pipeline transforms batch after batch
+# in one basis, and building a schedule costs about a third of the kernel at 1024 points
+_SCHEDULES = weakref.WeakKeyDictionary()
+_SCHEDULES_LOCK = threading.Lock()
+_SCHEDULES_PER_PLAN = 4
+
+
+def basis_schedule(plan, basis):
+    """:func:`capture_schedule` of ``basis`` into the coefficient order (cached)."""
+    key = (basis.levels.tobytes(), basis.positions.tobytes())
+    with _SCHEDULES_LOCK:
+        held = _SCHEDULES.setdefault(plan, {})
+        found = held.pop(key, None)
+        if found is not None:
+            held[key] = found  # the most recent last
+            return found
+    k = np.arange(basis.levels.shape[0])
+    found = capture_schedule(plan, basis.levels, basis.positions, np.zeros_like(k), k)
+    with _SCHEDULES_LOCK:
+        held = _SCHEDULES.setdefault(plan, {})
+        held[key] = found
+        while len(held) > _SCHEDULES_PER_PLAN:
+            held.pop(next(iter(held)))
+    return found
 
 
 def _width(n, B):
@@ -132,8 +161,7 @@ def _forward(X, plan, axis, scale, schedule, out3):
 def slot_analysis(X, plan, basis, axis, scale=1.0):
     """The coefficients of X (checked, float) along ``axis`` in ``basis`` (checked): an
     array of X's shape and dtype, as :func:`._packet_core._apply`."""
-    k = np.arange(basis.levels.shape[0])
-    schedule = capture_schedule(plan, basis.levels, basis.positions, np.zeros_like(k), k)
+    schedule = basis_schedule(plan, basis)
     out = np.empty(X.shape, dtype=X.dtype)
     rows, finish = _out_rows(out, axis)
     _forward(X, plan, axis, scale, schedule, rows[None])
@@ -143,8 +171,7 @@ def slot_analysis(X, plan, basis, axis, scale=1.0):
 
 def slot_synthesis(C, plan, basis, axis, scale=1.0):
     """Data from coefficients C (checked, float) along ``axis`` in ``basis`` (checked)."""
-    k = np.arange(basis.levels.shape[0])
-    pairs, cap = capture_schedule(plan, basis.levels, basis.positions, np.zeros_like(k), k)
+    pairs, cap = basis_schedule(plan, basis)
     src = _as_rows(C, axis)
     n, B = src.shape
     out = np.empty(C.shape, dtype=C.dtype)
