@@ -16,21 +16,27 @@
 3. ``runtime``: the separable best basis of a 1024 x 1024 matrix (dictionary and search on
    both axes, one sweep and the default alternation) on a dyadic tree and on an average
    linkage tree, best of three, with the peak of NumPy's allocations (``tracemalloc``); and
-   the time per level of the dictionary against the tree Haar transform's, on the same tree
-   and the same data (X along axis 0, float64, packet-ordered rows given):
+   the time per level of every pass through the dictionary against the tree Haar
+   transform's, on the same tree and the same data (X along axis 0, float64):
 
-   - *dictionary*: the median time of the whole dictionary pass of the search (every
-     coefficient of every level computed, ``n_levels x n x B`` values, and its l1 cost
-     summed: ``_cost_table(rows, plan, "l1")``), divided by its number of levels above the
-     finest, ``n_levels - 1`` (the finest level is the data);
    - *tree Haar*: the median time of ``haar_transform(X, tree, axis=0)`` divided by the
      tree's number of levels above the leaves, ``tree.n_levels - 1``;
-   - *ratio*: the first over the second (the target: at most 2). Both are timed in turns,
-     25 times each, in the same run; beside it, the ratio of the fastest runs of each, the
-     least disturbed by the machine's load. At this size ``haar_transform`` shares its work
-     between the threads and the dictionary pass runs on one (its parallel path starts at
-     2^22 values). Also listed: the materialized dictionary (``wavelet_packet_dictionary``,
-     which writes ``n_levels`` copies of X) per level.
+   - *cost pass*: the whole dictionary pass of the search (every coefficient of every level
+     computed, ``n_levels x n x B`` values, and its l1 cost summed:
+     ``_cost_table(rows, plan, "l1")``, packet-ordered rows given);
+   - *materialized dictionary*: :func:`~skorg.transforms.wavelet_packet_dictionary`, which
+     writes ``n_levels`` copies of X; beside it its floor, writing ``n_levels`` fresh
+     copies of X (``np.empty(...)[...] = X``), and the older level-by-level path;
+   - *analysis* and *synthesis* of the best basis (l1, both directions):
+     ``wavelet_packet_transform`` and its inverse (their core, without the checks), by the
+     in-place schedule and by the older level-by-level path;
+
+   each divided by the dictionary's levels above the finest, ``n_levels - 1``, and its
+   ratio to tree Haar's per level (the target: at most 2). All are timed in turns, 15
+   times each, in the same run (medians); beside each ratio, that of the fastest runs, the
+   least disturbed by the machine's load. At this size ``haar_transform`` shares its work
+   between the threads and the dictionary passes run on one (their parallel path starts at
+   2^22 values). ``levels`` (by name only) runs these ratios alone, three times per tree.
 
 4. ``tiling2d`` (by name only): the time and peak memory of
    :func:`~skorg.transforms.best_wavelet_packet_tiling_2d` on perfect dyadic trees from
@@ -38,9 +44,9 @@
    refusal at 1024 x 1024.
 
 Run ``python benchmarks/bench_wavelet_packets.py`` (the first three) or name the parts
-(``suite digits denoise runtime tiling2d``). This machine is shared: the times are the best of three
-runs after a warm-up (the per-level figures: medians of 25, in turns), and only ratios
-measured in the same run compare.
+(``suite digits denoise runtime levels tiling2d``). This machine is shared: the times are
+the best of three runs after a warm-up (the per-level figures: medians of 15, in turns),
+and only ratios measured in the same run compare.
 """
 
 from __future__ import annotations

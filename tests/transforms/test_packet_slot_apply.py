@@ -144,3 +144,20 @@ def test_in_place_does_not_change_its_arguments():
     wavelet_packet_dictionary(X, tree, axis=0)
     _same_bits(X, keep)
     _same_bits(C, C_keep)
+
+
+def test_cached_schedules_are_those_of_their_basis():
+    tree = ALL[-1]
+    plan = get_packet_plan(tree)
+    X = _data(tree, (None, 6), 0, np.float64, 11)
+    bases = _bases(tree, X, 0)
+    k = np.arange(plan.n)
+    for _ in range(2):  # more bases than the cache holds, twice: evicted and rebuilt
+        for basis in bases:
+            (pa, pb, w), cap = S.basis_schedule(plan, basis)
+            (pa2, pb2, w2), cap2 = S.capture_schedule(
+                plan, basis.levels, basis.positions, np.zeros_like(k), k
+            )
+            for a, b in zip((pa, pb, w, *cap), (pa2, pb2, w2, *cap2)):
+                np.testing.assert_array_equal(a, b)
+    assert len(S._SCHEDULES[plan]) <= S._SCHEDULES_PER_PLAN
