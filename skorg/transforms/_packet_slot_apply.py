@@ -53,27 +53,72 @@ def _grouped(n_groups, group, *arrays):
     return ptr, *(np.ascontiguousarray(a[srt], dtype=np.intp) for a in arrays)
 
 
+def _ops(sl, keep, has_cap, fused):
+    """The op sequence ``(op_quad, op_ref)`` of the kept pairs, and for every pair the op
+    that runs it. Fused (as the cost pass, :func:`._packet_core._schedule`): a quad of the
+    schedule runs as one op when its four pairs are kept and no capture reads the two lower
+    ones; otherwise its kept pairs run one by one at its place, as they do unfused."""
+    n_pairs = keep.shape[0]
+    if not fused:
+        ref = np.flatnonzero(keep)
+        op_of = np.full(n_pairs, -1, dtype=np.intp)
+        op_of[ref] = np.arange(ref.shape[0])
+        return np.zeros(ref.shape[0], dtype=np.bool_), ref.astype(np.intp), op_of
+    qp = sl.quad_pairs
+    whole = keep[qp].all(axis=1) & ~has_cap[qp[:, 0]] & ~has_cap[qp[:, 1]]
+    k = np.arange(sl.op_quad.shape[0])
+    is_pair = ~sl.op_quad
+    pairs_k, pairs_q = k[is_pair], sl.op_ref[is_pair]
+    quads_k, quads_r = k[sl.op_quad], sl.op_ref[sl.op_quad]
+    whole_k = whole[quads_r]
+    # items (op of the fused schedule, rank within it, is a quad, reference)
+    split_r = quads_r[~whole_k]
+    items_k = [pairs_k, quads_k[whole_k], np.repeat(quads_k[~whole_k], 4)]
+    items_i = [
+        np.zeros_like(pairs_k),
+        np.zeros(int(whole_k.sum()), np.intp),
+        np.tile(np.arange(4), split_r.shape[0]),
+    ]
+    items_q = [
+        np.zeros(pairs_k.shape[0], bool),
+        np.ones(int(whole_k.sum()), bool),
+        np.zeros(4 * split_r.shape[0], bool),
+    ]
+    items_ref = [pairs_q, quads_r[whole_k], qp[split_r].ravel()]
+    ik, ii, iq, iref = (np.concatenate(x) for x in (items_k, items_i, items_q, items_ref))
+    live = iq | keep[np.where(iq, 0, iref)]
+    ik, ii, iq, iref = ik[live], ii[live], iq[live], iref[live]
+    srt = np.lexsort((ii, ik))
+    iq, iref = np.ascontiguousarray(iq[srt]), np.ascontiguousarray(iref[srt], dtype=np.intp)
+    op_of = np.full(n_pairs, -1, dtype=np.intp)
+    single = np.flatnonzero(~iq)
+    op_of[iref[single]] = single
+    for col in (2, 3):  # the captures of a whole quad: after its upper pairs
+        quad_ops = np.flatnonzero(iq)
+        op_of[qp[iref[quad_ops], col]] = quad_ops
+    return iq, iref, op_of
+
+
 def capture_schedule(plan, levels, positions, out_levels, out_positions):
-    """The pruned pairs ``(pa, pb, w)`` and the captures ``(ptr, slot, out_level,
+    """The ops ``(pa, pb, w, op_quad, op_ref, quad_slots, quad_w)`` (for the kernels of
+    :mod:`skorg._kernels._packet_slots_apply`) and the captures ``(ptr, slot, out_level,
     out_position)`` that read entry ``(levels[c], positions[c])`` into
     ``out[out_levels[c], out_positions[c]]``."""
     sl = plan.slots
     levels = np.asarray(levels, dtype=np.intp)
     slots = sl.slot_of[levels, np.asarray(positions, dtype=np.intp)]
-    n_ops = sl.lev.shape[0]
+    n_pairs = sl.lev.shape[0]
     after = _capture_ops(sl, levels, slots)
-    ptr, c_slot = _grouped(n_ops + 1, after + 1, slots)
+    ptr, c_slot = _grouped(n_pairs + 1, after + 1, slots)
     keep = _kernels.prune(plan.n, sl.pair_a, sl.pair_b, ptr, c_slot)
-    new_index = np.r_[np.cumsum(keep) - 1, 0]  # a last entry for the pairless plans
-    group = np.where(after >= 0, new_index[np.maximum(after, 0)] + 1, 0)
-    n_kept = int(keep.sum())
-    cap = _grouped(n_kept + 1, group, slots, out_levels, out_positions)
-    pairs = (
-        np.ascontiguousarray(sl.pair_a[keep]),
-        np.ascontiguousarray(sl.pair_b[keep]),
-        np.ascontiguousarray(sl.w[keep]),
-    )
-    return pairs, cap
+    has_cap = np.diff(ptr)[1:] > 0
+    fused = 8 * sl.quad_lev.shape[0] >= n_pairs  # as the cost pass chooses
+    op_quad, op_ref, op_of = _ops(sl, keep, has_cap, fused)
+    op_of = np.r_[op_of, 0]  # a last entry for the pairless plans
+    group = np.where(after >= 0, op_of[np.maximum(after, 0)] + 1, 0)
+    cap = _grouped(op_quad.shape[0] + 1, group, slots, out_levels, out_positions)
+    sched = (sl.pair_a, sl.pair_b, sl.w, op_quad, op_ref, sl.quad_slots, sl.quad_w)
+    return sched, cap
 
 
 # the schedules of the last few bases of every plan: a pipeline transforms batch after batch
@@ -149,13 +194,13 @@ def _out_rows(out, axis, lead=0):
 
 
 def _forward(X, plan, axis, scale, schedule, out3):
-    pairs, cap = schedule
+    sched, cap = schedule
     src = _as_rows(X, axis)
     n, B = src.shape
     width = _width(n, B)
     bufs, parallel = _buffers(n, B, width)
     run = _kernels.forward if parallel else _kernels.forward_serial
-    run(src, plan.order, float(scale), width, bufs, *pairs, cap, 1.0 / scale, out3)
+    run(src, plan.order, float(scale), width, bufs, sched, cap, 1.0 / scale, out3)
 
 
 def slot_analysis(X, plan, basis, axis, scale=1.0):
@@ -171,7 +216,7 @@ def slot_analysis(X, plan, basis, axis, scale=1.0):
 
 def slot_synthesis(C, plan, basis, axis, scale=1.0):
     """Data from coefficients C (checked, float) along ``axis`` in ``basis`` (checked)."""
-    pairs, cap = basis_schedule(plan, basis)
+    sched, cap = basis_schedule(plan, basis)
     src = _as_rows(C, axis)
     n, B = src.shape
     out = np.empty(C.shape, dtype=C.dtype)
@@ -179,7 +224,7 @@ def slot_synthesis(C, plan, basis, axis, scale=1.0):
     width = _width(n, B)
     bufs, parallel = _buffers(n, B, width)
     run = _kernels.inverse if parallel else _kernels.inverse_serial
-    run(src, float(scale), width, bufs, *pairs, cap, plan.order, 1.0 / scale, rows)
+    run(src, float(scale), width, bufs, sched, cap, plan.order, 1.0 / scale, rows)
     finish()
     return out
 

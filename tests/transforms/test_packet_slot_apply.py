@@ -123,8 +123,11 @@ def test_pruned_schedule_runs_only_needed_pairs():
     for kind in ("delta", "haar", "walsh"):
         b = wavelet_packet_basis(tree, kind)
         k = np.arange(plan.n)
-        (pa, _, _), cap = S.capture_schedule(plan, b.levels, b.positions, np.zeros_like(k), k)
-        counts[kind] = pa.shape[0]
+        sched, cap = S.capture_schedule(plan, b.levels, b.positions, np.zeros_like(k), k)
+        op_quad = sched[3]
+        counts[kind] = int((~op_quad).sum() + 4 * op_quad.sum())  # the pairs that run
+        if kind == "walsh":  # no capture between levels: every pair in a fused quad
+            assert op_quad.all() and op_quad.shape[0] == plan.slots.quad_lev.shape[0]
         assert cap[0][-1] == plan.n  # every entry captured once
     assert counts["delta"] == 0
     assert counts["walsh"] == plan.slots.lev.shape[0]
@@ -154,10 +157,10 @@ def test_cached_schedules_are_those_of_their_basis():
     k = np.arange(plan.n)
     for _ in range(2):  # more bases than the cache holds, twice: evicted and rebuilt
         for basis in bases:
-            (pa, pb, w), cap = S.basis_schedule(plan, basis)
-            (pa2, pb2, w2), cap2 = S.capture_schedule(
+            sched, cap = S.basis_schedule(plan, basis)
+            sched2, cap2 = S.capture_schedule(
                 plan, basis.levels, basis.positions, np.zeros_like(k), k
             )
-            for a, b in zip((pa, pb, w, *cap), (pa2, pb2, w2, *cap2)):
+            for a, b in zip((*sched, *cap), (*sched2, *cap2)):
                 np.testing.assert_array_equal(a, b)
     assert len(S._SCHEDULES[plan]) <= S._SCHEDULES_PER_PLAN
