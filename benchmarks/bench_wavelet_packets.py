@@ -16,21 +16,27 @@
 3. ``runtime``: the separable best basis of a 1024 x 1024 matrix (dictionary and search on
    both axes, one sweep and the default alternation) on a dyadic tree and on an average
    linkage tree, best of three, with the peak of NumPy's allocations (``tracemalloc``); and
-   the time per level of the dictionary against the tree Haar transform's, on the same tree
-   and the same data (X along axis 0, float64, packet-ordered rows given):
+   the time per level of every pass through the dictionary against the tree Haar
+   transform's, on the same tree and the same data (X along axis 0, float64):
 
-   - *dictionary*: the median time of the whole dictionary pass of the search (every
-     coefficient of every level computed, ``n_levels x n x B`` values, and its l1 cost
-     summed: ``_cost_table(rows, plan, "l1")``), divided by its number of levels above the
-     finest, ``n_levels - 1`` (the finest level is the data);
    - *tree Haar*: the median time of ``haar_transform(X, tree, axis=0)`` divided by the
      tree's number of levels above the leaves, ``tree.n_levels - 1``;
-   - *ratio*: the first over the second (the target: at most 2). Both are timed in turns,
-     25 times each, in the same run; beside it, the ratio of the fastest runs of each, the
-     least disturbed by the machine's load. At this size ``haar_transform`` shares its work
-     between the threads and the dictionary pass runs on one (its parallel path starts at
-     2^22 values). Also listed: the materialized dictionary (``wavelet_packet_dictionary``,
-     which writes ``n_levels`` copies of X) per level.
+   - *cost pass*: the whole dictionary pass of the search (every coefficient of every level
+     computed, ``n_levels x n x B`` values, and its l1 cost summed:
+     ``_cost_table(rows, plan, "l1")``, packet-ordered rows given);
+   - *materialized dictionary*: :func:`~skorg.transforms.wavelet_packet_dictionary`, which
+     writes ``n_levels`` copies of X; beside it its floor, writing ``n_levels`` fresh
+     copies of X (``np.empty(...)[...] = X``), and the older level-by-level path;
+   - *analysis* and *synthesis* of the best basis (l1, both directions):
+     ``wavelet_packet_transform`` and its inverse (their core, without the checks), by the
+     in-place schedule and by the older level-by-level path;
+
+   each divided by the dictionary's levels above the finest, ``n_levels - 1``, and its
+   ratio to tree Haar's per level (the target: at most 2). All are timed in turns, 15
+   times each, in the same run (medians); beside each ratio, that of the fastest runs, the
+   least disturbed by the machine's load. At this size ``haar_transform`` shares its work
+   between the threads and the dictionary passes run on one (their parallel path starts at
+   2^22 values). ``levels`` (by name only) runs these ratios alone, three times per tree.
 
 4. ``tiling2d`` (by name only): the time and peak memory of
    :func:`~skorg.transforms.best_wavelet_packet_tiling_2d` on perfect dyadic trees from
@@ -38,9 +44,9 @@
    refusal at 1024 x 1024.
 
 Run ``python benchmarks/bench_wavelet_packets.py`` (the first three) or name the parts
-(``suite digits denoise runtime tiling2d``). This machine is shared: the times are the best of three
-runs after a warm-up (the per-level figures: medians of 25, in turns), and only ratios
-measured in the same run compare.
+(``suite digits denoise runtime levels tiling2d``). This machine is shared: the times are
+the best of three runs after a warm-up (the per-level figures: medians of 15, in turns),
+and only ratios measured in the same run compare.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ import numpy as np
 from skorg import QuestionnaireOrganizer
 from skorg.datasets import make_shuffled_matrix
 from skorg.transforms import (
+    best_wavelet_packet_basis,
     best_wavelet_packet_tiling_2d,
     haar_compress,
     haar_denoise,
@@ -62,10 +69,12 @@ from skorg.transforms import (
     multi_haar_transform,
     multi_wavelet_packet_transform,
     wavelet_packet_dictionary,
+    wavelet_packet_transform,
     wavelet_packet_transform_2d,
 )
-from skorg.transforms._packet_core import _block_width, _cost_table, _rows
+from skorg.transforms._packet_core import _apply, _block_width, _cost_table, _rows
 from skorg.transforms._packet_plan import get_packet_plan
+from skorg.transforms._packets import _dictionary_by_level
 from skorg.trees import dyadic_tree, linkage_tree
 
 
@@ -206,11 +215,7 @@ def bench_runtime(n=1024):
     print(f"\n## runtime: separable best basis of a {n} x {n} matrix (best of 3)")
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, n))
-    trees = {
-        "dyadic": dyadic_tree(n),
-        "average linkage": linkage_tree(rng.standard_normal((n, 8)), method="average"),
-    }
-    for name, tree in trees.items():
+    for name, tree in _runtime_trees(n, rng).items():
         plan = get_packet_plan(tree)
         one = best_of(
             lambda t=tree: multi_best_wavelet_packet_basis(X, [t, t], method="independent")
@@ -229,22 +234,67 @@ def bench_runtime(n=1024):
             f"of NumPy allocations + {scratch:.1f} MiB of kernel scratch "
             f"(X: {X.nbytes / 2**20:.0f} MiB)"
         )
-        # time per level: the dictionary pass against the tree Haar transform (see the
-        # module docstring), timed in turns in the same run, medians of 25
-        rows = _rows(X, plan, 0)
-        (t_dict, t_haar), (m_dict, m_haar) = medians_in_turns(
-            lambda p=plan, r=rows: _cost_table(r, p, "l1"),
-            lambda t=tree: haar_transform(X, t, axis=0),
-        )
-        t_full = best_of(lambda t=tree: wavelet_packet_dictionary(X, t, axis=0), repeat=2)
-        d_levels, h_levels = max(plan.n_levels - 1, 1), max(tree.n_levels - 1, 1)
-        per_dict, per_haar = t_dict / d_levels, t_haar / h_levels
+        per_level_ratios(X, tree, plan)
+
+
+def _runtime_trees(n, rng):
+    return {
+        "dyadic": dyadic_tree(n),
+        "average linkage": linkage_tree(rng.standard_normal((n, 8)), method="average"),
+    }
+
+
+def bench_levels(n=1024, turns=3):
+    """The per-level ratios alone, ``turns`` times (the spread of one run's ratios)."""
+    print(f"\n## levels: time per level against tree Haar's, {n} x {n}, {turns} turns")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, n))
+    for name, tree in _runtime_trees(n, rng).items():
+        plan = get_packet_plan(tree)
+        for turn in range(turns):
+            print(f"{name:<16} turn {turn + 1}")
+            per_level_ratios(X, tree, plan)
+
+
+def per_level_ratios(X, tree, plan, repeat=15):
+    """The time per level of every pass through the dictionary against the tree Haar
+    transform's (see the module docstring), timed in turns in the same run (medians of
+    ``repeat``; beside each, the ratio of the fastest runs)."""
+    basis = best_wavelet_packet_basis(X, tree, axis=0)
+    C = wavelet_packet_transform(X, tree, basis, axis=0)
+    rows = _rows(X, plan, 0)
+    L = plan.n_levels
+
+    def fresh_copies():  # the floor of the materialized dictionary: n_levels new copies of X
+        np.empty((L, *X.shape), dtype=X.dtype)[...] = X
+
+    passes = [
+        ("cost pass (search)", lambda: _cost_table(rows, plan, "l1")),
+        ("materialized dictionary", lambda: wavelet_packet_dictionary(X, tree, axis=0)),
+        ("  level by level", lambda: _dictionary_by_level(X, tree, axis=0)),
+        ("  floor: n_levels fresh copies of X", fresh_copies),
+        ("analysis of the best basis", lambda: _apply(X, plan, basis, 0)),
+        ("  level by level", lambda: _apply(X, plan, basis, 0, in_place=False)),
+        ("synthesis of the best basis", lambda: _apply(C, plan, basis, 0, inverse=True)),
+        (
+            "  level by level",
+            lambda: _apply(C, plan, basis, 0, inverse=True, in_place=False),
+        ),
+    ]
+    names = [p[0] for p in passes]
+    funcs = [*(p[1] for p in passes), lambda: haar_transform(X, tree, axis=0)]
+    medians, fastest = medians_in_turns(*funcs, repeat=repeat)
+    d_levels, h_levels = max(L - 1, 1), max(tree.n_levels - 1, 1)
+    per_haar, min_haar = medians[-1] / h_levels, fastest[-1] / h_levels
+    print(
+        f"{'':<16} per level (medians of {repeat} in turns): tree Haar {per_haar * 1e3:.3f} ms "
+        f"({h_levels} levels, {medians[-1] * 1e3:.2f} ms); each pass over {d_levels} levels, "
+        "per level and its ratio to tree Haar's (of the fastest runs):"
+    )
+    for name, med, low in zip(names, medians[:-1], fastest[:-1]):
         print(
-            f"{'':<16} per level: dictionary {per_dict * 1e3:.3f} ms ({d_levels} levels, "
-            f"{t_dict * 1e3:.2f} ms), tree Haar {per_haar * 1e3:.3f} ms ({h_levels} levels, "
-            f"{t_haar * 1e3:.2f} ms): ratio {per_dict / per_haar:.2f} (of the fastest runs "
-            f"{(m_dict / d_levels) / (m_haar / h_levels):.2f}); materialized dictionary "
-            f"{t_full / d_levels * 1e3:.2f} ms per level"
+            f"{'':<18} {name:<38} {med / d_levels * 1e3:7.3f} ms  ratio "
+            f"{med / d_levels / per_haar:6.2f} ({low / d_levels / min_haar:.2f})"
         )
 
 
@@ -277,6 +327,8 @@ def main(names):
         bench_denoise()
     if "runtime" in names:
         bench_runtime()
+    if "levels" in names:
+        bench_levels()
     if "tiling2d" in names:
         bench_tiling_2d()
 

@@ -20,6 +20,7 @@ from ._packet_basis import (
     search_regions,
     search_tags,
 )
+from ._packet_slot_apply import slot_analysis, slot_synthesis
 
 __all__: list[str] = []
 
@@ -267,11 +268,16 @@ def _search(rows, plan, cost, direction, incumbent=None):
     )
 
 
-def _apply(X, plan, basis, axis, scale=1.0, inverse=False):
+def _apply(X, plan, basis, axis, scale=1.0, inverse=False, in_place=True):
     """The transform (or its inverse) of a checked float array in a checked basis: the core
-    of the public functions and of :class:`TreeWaveletPacketTransform`."""
+    of the public functions and of :class:`TreeWaveletPacketTransform`. By the in-place
+    schedule (:mod:`._packet_slot_apply`), or, ``in_place=False``, level by level
+    (:func:`_analysis`, :func:`_synthesis`: the reference, the same values bit for bit)."""
     what = "The inverse wavelet packet transform" if inverse else "The wavelet packet transform"
     _check_buffers(plan, X.size // plan.n, what)
+    if in_place:
+        run = slot_synthesis if inverse else slot_analysis
+        return run(X, plan, basis, axis, scale)
     if not inverse:
         coefs = _analysis(_rows(X, plan, axis, scale), plan, basis)
         return _unrows(coefs, X.shape, axis, X.dtype, scale)

@@ -40,7 +40,8 @@ class _SlotPlan:
     quad ``op_ref[k]`` when ``op_quad[k]``, else pair ``op_ref[k]``; quad ``r`` has lower
     level ``quad_lev[r]``, slots ``quad_slots[r] = (a, b, c, d)`` and weights
     ``quad_w[r]``: four for ``(a, b)``, four for ``(c, d)``, four for ``(a, c)``, four for
-    ``(b, d)``, each as ``w`` is for a pair.
+    ``(b, d)``, each as ``w`` is for a pair; ``quad_pairs[r]``: the four pairs it runs,
+    ``(a, b)``, ``(c, d)``, ``(a, c)``, ``(b, d)``.
     """
 
     lev: np.ndarray
@@ -53,6 +54,7 @@ class _SlotPlan:
     quad_lev: np.ndarray
     quad_slots: np.ndarray
     quad_w: np.ndarray
+    quad_pairs: np.ndarray
 
 
 def build_slots(n, n_levels, ptr, active, sa, sb, wa, wb, region_of, region_end):
@@ -88,12 +90,12 @@ def build_slots(n, n_levels, ptr, active, sa, sb, wa, wb, region_of, region_end)
     if not parts:
         return _SlotPlan(
             zi, zi, zi, np.zeros((0, 4)), slot_of, np.zeros(0, bool), zi, zi,
-            np.zeros((0, 4), np.intp), np.zeros((0, 16)),
+            np.zeros((0, 4), np.intp), np.zeros((0, 16)), np.zeros((0, 4), np.intp),
         )  # fmt: skip
     end, lev, a, b, w = (np.concatenate([p[k] for p in parts]) for k in range(5))
     order = np.lexsort((-lev, end))  # stable: a region's pairs keep their order
     lev, a, b, w = (np.ascontiguousarray(x[order]) for x in (lev, a, b, w))
-    op_quad, op_ref, quad_lev, quad_slots, quad_w = _fuse(n, n_levels, lev, a, b, w)
+    op_quad, op_ref, quad_lev, quad_slots, quad_w, quad_pairs = _fuse(n, n_levels, lev, a, b, w)
     return _SlotPlan(
         lev=lev,
         pair_a=a,
@@ -105,6 +107,7 @@ def build_slots(n, n_levels, ptr, active, sa, sb, wa, wb, region_of, region_end)
         quad_lev=quad_lev,
         quad_slots=quad_slots,
         quad_w=quad_w,
+        quad_pairs=quad_pairs,
     )
 
 
@@ -154,7 +157,14 @@ def _fuse(n, n_levels, lev, pa, pb, w):
             axis=1,
         )
         fused[np.concatenate([p1, p2, q1, q2])] = True
-        quads.append((np.full(q1.shape[0], j, dtype=np.intp), np.column_stack([A, B, C, D]), qw))
+        quads.append(
+            (
+                np.full(q1.shape[0], j, dtype=np.intp),
+                np.column_stack([A, B, C, D]),
+                qw,
+                np.column_stack([p1, p2, q1, q2]),
+            )
+        )
         place.append(q1)  # the first of the two upper pairs (q1 < q2)
     n_quads = sum(q[0].shape[0] for q in quads)
     singles = np.flatnonzero(~fused)
@@ -166,14 +176,17 @@ def _fuse(n, n_levels, lev, pa, pb, w):
         quad_lev = np.concatenate([q[0] for q in quads])
         quad_slots = np.ascontiguousarray(np.concatenate([q[1] for q in quads]))
         quad_w = np.ascontiguousarray(np.concatenate([q[2] for q in quads]))
+        quad_pairs = np.ascontiguousarray(np.concatenate([q[3] for q in quads]))
     else:
         quad_lev = np.zeros(0, dtype=np.intp)
         quad_slots = np.zeros((0, 4), dtype=np.intp)
         quad_w = np.zeros((0, 16))
+        quad_pairs = np.zeros((0, 4), dtype=np.intp)
     return (
         np.ascontiguousarray(is_quad[order]),
         np.ascontiguousarray(ref[order]),
         quad_lev,
         quad_slots,
         quad_w,
+        quad_pairs,
     )

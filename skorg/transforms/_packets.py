@@ -30,6 +30,7 @@ from ._packet_core import (
     _unrows,
 )
 from ._packet_plan import get_packet_plan
+from ._packet_slot_apply import slot_dictionary
 
 __all__ = [
     "best_wavelet_packet_basis",
@@ -167,11 +168,20 @@ def wavelet_packet_dictionary(X, tree, *, axis=-1):
     """
     X, axis, plan, scale = _prepare(X, tree, axis)
     B = X.size // plan.n
+    # the output, and its copy where the axis lies between others (no 2-D view of it)
+    copies = 2 if 0 < axis < X.ndim - 1 else 1
     check_memory(
-        8 * plan.n * B * (plan.n_levels + 2),
+        plan.n * B * (copies * X.itemsize * plan.n_levels + 8),
         f"The Haar-Walsh packet dictionary of {B} vectors of {plan.n} values "
         f"({plan.n_levels} levels)",
     )
+    return slot_dictionary(X, plan, axis, scale)
+
+
+def _dictionary_by_level(X, tree, axis=-1):
+    """:func:`wavelet_packet_dictionary` level by level (the reference of the in-place
+    path: the same values, bit for bit)."""
+    X, axis, plan, scale = _prepare(X, tree, axis)
     rows = _rows(X, plan, axis, scale)
     K = _kernels_for(rows)
     out = np.empty((plan.n_levels, *X.shape), dtype=X.dtype)
