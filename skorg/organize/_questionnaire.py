@@ -30,7 +30,6 @@ from ._sparse import sparse_axes, sparse_initial, sparse_rebuild
 from ._steps import (
     _TIE,
     _compression_error_along,
-    _densify_for_knn,
     _emd_feature_dtype,
     _euclidean_distances,
     _final_orders,
@@ -306,7 +305,6 @@ default="auto"
     init_params = dict(init_affinity_params or {})
     sparse = sparse_axes(X.shape, affinity_mode, n_neighbors)
     tie = check_tie_axes(tie_axes, X.shape, sparse)
-    X = _densify_for_knn(X, sparse)
     # the default builder gives way to the flexible tree on axes that take the sparse path
     default_method = tree_method is None and (
         preset is None or "tree_method" not in PRESETS[preset]
