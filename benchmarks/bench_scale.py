@@ -170,9 +170,10 @@ def main(sizes, n_cols):
     print(header)
     print("-" * len(header))
     for r in results:
+        per_1k = 1000 * r["time"] / r["n"]
         cells = [
             f"{r['n']:>7d}",
-            f"{r['paths'][0]:>5} {r['time']:8.1f} {r['peak']:8.0f} {1000 * r['time'] / r['n']:9.2f} "
+            f"{r['paths'][0]:>5} {r['time']:8.1f} {r['peak']:8.0f} {per_1k:9.2f} "
             f"{r.get('recall', float('nan')):6.3f} {r['ari']:6.3f}",
         ]
         if "ward_time" in r:
