@@ -216,12 +216,13 @@ def emd_feature_blocks(X, others, axis, alphas, betas, dtype=np.float32, n_jobs=
     from ..metrics import tree_emd_embedding
 
     n = X.shape[axis]
-    n_feat = 1
-    for a, tree in enumerate(others):
-        if a != axis:
-            n_feat *= tree.n_nodes if tree is not None else X.shape[a]
-    check_memory(n * n_feat * np.dtype(dtype).itemsize, "The k-NN path's tree-EMD features")
+    what = "The k-NN path's tree-EMD features"
     if not sp.issparse(X):
+        one = tree_emd_embedding(  # the width: one feature per distinct folder
+            np.take(X, [0], axis=axis), others, axis=axis, alphas=alphas, betas=betas,
+            dtype=dtype,
+        )  # fmt: skip
+        check_memory(n * one.shape[1] * np.dtype(dtype).itemsize, what)
         return tree_emd_embedding(
             X, others, axis=axis, alphas=alphas, betas=betas, dtype=dtype, n_jobs=n_jobs
         )
@@ -235,7 +236,8 @@ def emd_feature_blocks(X, others, axis, alphas, betas, dtype=np.float32, n_jobs=
             M[lo : lo + step].toarray(), trees, axis=0, alphas=pair[0], betas=pair[1],
             dtype=dtype, n_jobs=n_jobs,
         )  # fmt: skip
-        if out is None:  # the features kept (at most one per node of the other trees)
+        if out is None:  # the features kept (one per distinct folder of the other tree)
+            check_memory(n * block.shape[1] * np.dtype(dtype).itemsize, what)
             out = np.empty((n, block.shape[1]), dtype=dtype)
         out[lo : lo + step] = block
     return out
