@@ -11,6 +11,9 @@ the end of a tile repeat its last row and are ignored), so a pair's distance doe
 on how the rows are blocked: a search split into blocks of queries and of references, then
 merged, gives the same lists bit for bit.
 
+Every kernel takes ``sq``: False for the cityblock distance, True for the squared Euclidean
+one (the same tiles, each difference squared instead of its magnitude).
+
 A list keeps the ``k`` smallest ``(distance, index)`` pairs in increasing order (ties go to
 the smaller index), excluding the query's own index.
 """
@@ -27,7 +30,13 @@ _CHUNK = 512
 
 
 @numba.njit(fastmath=True, inline="always")
-def _tile(Q, F, i0, i1, j0, j1, f0, f1, acc, minus_one):
+def _term(t, sq):
+    """|t| (cityblock), or t^2 (squared Euclidean) when ``sq``."""
+    return t * t if sq else abs(t)
+
+
+@numba.njit(fastmath=True, inline="always")
+def _tile(Q, F, i0, i1, j0, j1, f0, f1, acc, minus_one, sq=False):
     """Add the L1 sums over features f0:f1 of query rows i0:i1 x reference rows j0:j1."""
     zero = Q[i0, f0] - Q[i0, f0]
     for i in range(i0, i1, 4):
@@ -60,22 +69,22 @@ def _tile(Q, F, i0, i1, j0, j1, f0, f1, acc, minus_one):
                 y1 = b1[f]
                 y2 = b2[f]
                 y3 = b3[f]
-                s00 += abs(muladd(y0, minus_one, x0))
-                s01 += abs(muladd(y1, minus_one, x0))
-                s02 += abs(muladd(y2, minus_one, x0))
-                s03 += abs(muladd(y3, minus_one, x0))
-                s10 += abs(muladd(y0, minus_one, x1))
-                s11 += abs(muladd(y1, minus_one, x1))
-                s12 += abs(muladd(y2, minus_one, x1))
-                s13 += abs(muladd(y3, minus_one, x1))
-                s20 += abs(muladd(y0, minus_one, x2))
-                s21 += abs(muladd(y1, minus_one, x2))
-                s22 += abs(muladd(y2, minus_one, x2))
-                s23 += abs(muladd(y3, minus_one, x2))
-                s30 += abs(muladd(y0, minus_one, x3))
-                s31 += abs(muladd(y1, minus_one, x3))
-                s32 += abs(muladd(y2, minus_one, x3))
-                s33 += abs(muladd(y3, minus_one, x3))
+                s00 += _term(muladd(y0, minus_one, x0), sq)
+                s01 += _term(muladd(y1, minus_one, x0), sq)
+                s02 += _term(muladd(y2, minus_one, x0), sq)
+                s03 += _term(muladd(y3, minus_one, x0), sq)
+                s10 += _term(muladd(y0, minus_one, x1), sq)
+                s11 += _term(muladd(y1, minus_one, x1), sq)
+                s12 += _term(muladd(y2, minus_one, x1), sq)
+                s13 += _term(muladd(y3, minus_one, x1), sq)
+                s20 += _term(muladd(y0, minus_one, x2), sq)
+                s21 += _term(muladd(y1, minus_one, x2), sq)
+                s22 += _term(muladd(y2, minus_one, x2), sq)
+                s23 += _term(muladd(y3, minus_one, x2), sq)
+                s30 += _term(muladd(y0, minus_one, x3), sq)
+                s31 += _term(muladd(y1, minus_one, x3), sq)
+                s32 += _term(muladd(y2, minus_one, x3), sq)
+                s33 += _term(muladd(y3, minus_one, x3), sq)
             r = i - i0
             c = j - j0
             acc[r, c] += s00
@@ -112,14 +121,14 @@ def _insert(dist, idx, row, d, j):
 
 
 @numba.njit(fastmath=True, cache=True)
-def _query_tile(Q, F, q_ids, r_ids, t0, t1, minus_one, dist, idx):
+def _query_tile(Q, F, q_ids, r_ids, t0, t1, minus_one, dist, idx, sq):
     m, n_feat = F.shape
     acc = np.empty((_TILE_Q + 3, _TILE_R + 3), dtype=np.float64)
     for j0 in range(0, m, _TILE_R):
         j1 = min(j0 + _TILE_R, m)
         acc[:] = 0.0
         for f0 in range(0, n_feat, _CHUNK):
-            _tile(Q, F, t0, t1, j0, j1, f0, min(f0 + _CHUNK, n_feat), acc, minus_one)
+            _tile(Q, F, t0, t1, j0, j1, f0, min(f0 + _CHUNK, n_feat), acc, minus_one, sq)
         for i in range(t0, t1):
             qi = q_ids[i]
             for j in range(j0, j1):
@@ -129,7 +138,7 @@ def _query_tile(Q, F, q_ids, r_ids, t0, t1, minus_one, dist, idx):
 
 
 @numba.njit(parallel=True, cache=True)
-def knn_l1_cross(Q, F, q_ids, r_ids, minus_one, dist, idx):
+def knn_l1_cross(Q, F, q_ids, r_ids, minus_one, dist, idx, sq):
     """Merge the nearest rows of F (ids ``r_ids``) into the sorted lists ``dist``/``idx`` of
     the rows of Q (ids ``q_ids``; a reference with the query's id is skipped).
 
@@ -141,7 +150,7 @@ def knn_l1_cross(Q, F, q_ids, r_ids, minus_one, dist, idx):
     n_tiles = (nq + _TILE_Q - 1) // _TILE_Q
     for t in prange(n_tiles):
         t0 = t * _TILE_Q
-        _query_tile(Q, F, q_ids, r_ids, t0, min(t0 + _TILE_Q, nq), minus_one, dist, idx)
+        _query_tile(Q, F, q_ids, r_ids, t0, min(t0 + _TILE_Q, nq), minus_one, dist, idx, sq)
 
 
 @numba.njit(parallel=True, cache=True)
@@ -163,7 +172,7 @@ def merge_lists(dist, idx, dist_b, idx_b):
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
-def candidate_l1(F, rows, cand, minus_one, out):
+def candidate_l1(F, rows, cand, minus_one, out, sq):
     """L1 distance between row ``rows[i]`` and each row ``cand[i, c]`` (-1: +inf), computed
     in the same runs as :func:`knn_l1_cross` (float32 runs of ``_CHUNK`` features)."""
     n_feat = F.shape[1]
@@ -180,7 +189,7 @@ def candidate_l1(F, rows, cand, minus_one, out):
                 f1 = min(f0 + _CHUNK, n_feat)
                 s = a[f0] - a[f0]
                 for f in range(f0, f1):
-                    s += abs(muladd(b[f], minus_one, a[f]))
+                    s += _term(muladd(b[f], minus_one, a[f]), sq)
                 total += s
             out[i, c] = total
 
@@ -210,7 +219,7 @@ def _reverse_lists(idx, seed):
 
 
 @numba.njit(fastmath=True, cache=True)
-def _join_one(F, v, idx, rev, minus_one, members, G, acc, out_a, out_b, out_d, slot):
+def _join_one(F, v, idx, rev, minus_one, members, G, acc, out_a, out_b, out_d, slot, sq):
     """All pairs among the neighbours of ``v`` and the rows that list it (local join)."""
     k = idx.shape[1]
     m = 0
@@ -232,7 +241,7 @@ def _join_one(F, v, idx, rev, minus_one, members, G, acc, out_a, out_b, out_d, s
         G[p, :] = F[members[p], :]
     acc[:, :] = 0.0
     for f0 in range(0, n_feat, _CHUNK):
-        _tile(G, G, 0, max(m, 1), 0, max(m, 1), f0, min(f0 + _CHUNK, n_feat), acc, minus_one)
+        _tile(G, G, 0, max(m, 1), 0, max(m, 1), f0, min(f0 + _CHUNK, n_feat), acc, minus_one, sq)
     q = 0
     for p in range(m):
         for r in range(p + 1, m):
@@ -244,7 +253,7 @@ def _join_one(F, v, idx, rev, minus_one, members, G, acc, out_a, out_b, out_d, s
 
 
 @numba.njit(parallel=True, cache=True)
-def _join_chunk(F, v0, v1, idx, rev, minus_one, out_a, out_b, out_d, out_n, n_threads):
+def _join_chunk(F, v0, v1, idx, rev, minus_one, out_a, out_b, out_d, out_n, n_threads, sq):
     k = idx.shape[1]
     n_items = v1 - v0
     for part in prange(n_threads):
@@ -257,7 +266,7 @@ def _join_chunk(F, v0, v1, idx, rev, minus_one, out_a, out_b, out_d, out_n, n_th
         acc = np.empty((2 * k + 3, 2 * k + 3), dtype=np.float64)
         for v in range(v0 + lo, v0 + hi):
             out_n[v - v0] = _join_one(
-                F, v, idx, rev, minus_one, members, G, acc, out_a, out_b, out_d, v - v0
+                F, v, idx, rev, minus_one, members, G, acc, out_a, out_b, out_d, v - v0, sq
             )
 
 
@@ -274,7 +283,7 @@ def _propose(dist, idx, a, b, d):
     return 1
 
 
-def descent_round(F, dist, idx, minus_one, seed=0, chunk=4096):
+def descent_round(F, dist, idx, minus_one, seed=0, chunk=4096, sq=False):
     """One round of nearest-neighbour descent; returns the number of list entries changed.
 
     The pairs of every local join are computed in parallel, then applied in row order (so
@@ -291,7 +300,7 @@ def descent_round(F, dist, idx, minus_one, seed=0, chunk=4096):
         out_b = np.empty((v1 - v0, n_pairs), dtype=np.int64)
         out_d = np.empty((v1 - v0, n_pairs), dtype=np.float64)
         out_n = np.zeros(v1 - v0, dtype=np.int64)
-        _join_chunk(F, v0, v1, snapshot, rev, minus_one, out_a, out_b, out_d, out_n, n_threads)
+        _join_chunk(F, v0, v1, snapshot, rev, minus_one, out_a, out_b, out_d, out_n, n_threads, sq)
         changed += _apply(dist, idx, out_a, out_b, out_d, out_n)
     return changed
 
@@ -310,7 +319,7 @@ def _apply(dist, idx, out_a, out_b, out_d, out_n):
 
 
 @numba.njit(parallel=True, cache=True)
-def cross_l1_tiled(Q, F, minus_one, out):
+def cross_l1_tiled(Q, F, minus_one, out, sq):
     """``out[i, j] = sum_f |Q[i, f] - F[j, f]|`` (float64 out), in the tiles and runs of
     :func:`knn_l1_cross` (the same distance for every pair, whatever the blocking)."""
     nq = Q.shape[0]
@@ -324,7 +333,7 @@ def cross_l1_tiled(Q, F, minus_one, out):
             j1 = min(j0 + _TILE_R, m)
             acc[:] = 0.0
             for f0 in range(0, n_feat, _CHUNK):
-                _tile(Q, F, t0, t1, j0, j1, f0, min(f0 + _CHUNK, n_feat), acc, minus_one)
+                _tile(Q, F, t0, t1, j0, j1, f0, min(f0 + _CHUNK, n_feat), acc, minus_one, sq)
             for i in range(t0, t1):
                 for j in range(j0, j1):
                     out[i, j] = acc[i - t0, j - j0]

@@ -50,14 +50,11 @@ def knn_indices(
     metric : {"euclidean", "manhattan"}, default="euclidean"
     backend : {"auto", "exact", "descent", "pynndescent"}, default="auto"
         ``"exact"`` is the brute-force search (scikit-learn's ``NearestNeighbors`` for
-        ``"euclidean"``, skorg's blocked cityblock search :func:`l1_knn_block` for
-        ``"manhattan"``); ``"descent"`` (``"manhattan"`` only) is skorg's
-        :func:`l1_knn_descent` (approximate, O(n) distances in all; its
-        recall is measured by :func:`l1_knn_recall`); ``"pynndescent"`` is pynndescent's
-        nearest-neighbour descent (approximate, an optional dependency). ``"auto"``:
-        ``"manhattan"`` takes the exact search up to 8192 points and ``"descent"`` above;
-        ``"euclidean"`` takes pynndescent above 8192 points when it is installed, else the
-        exact search.
+        ``"euclidean"``, skorg's blocked search for ``"manhattan"``); ``"descent"`` is
+        skorg's nearest-neighbour descent (approximate, O(n) distances; its recall against
+        the exact search is measured in ``benchmarks/bench_scale.py``); ``"pynndescent"`` is
+        pynndescent's (approximate, an optional dependency: extra ``scale``). ``"auto"``:
+        the exact search up to 8192 points, the descent above.
     random_state : int, RandomState or None, default=None
         Seed of pynndescent (None: 0).
     n_jobs : int, optional
@@ -85,32 +82,22 @@ def knn_indices(
         raise ValueError(
             f"backend must be 'auto', 'exact', 'descent' or 'pynndescent', got {backend!r}."
         )
-    if backend == "descent" and metric != "manhattan":
-        raise ValueError("backend='descent' needs metric='manhattan'.")
     n = Z.shape[0]
     k = min(_check_int(n_neighbors, "n_neighbors"), n - 1)
     if k < 1:
         return np.empty((n, 0), dtype=np.intp)
-    if backend == "auto" and metric == "manhattan":
+    if backend == "auto":
         backend = "descent" if n > _EXACT_MAX else "exact"
-    if metric == "manhattan" and backend in ("exact", "descent"):
+    if backend == "descent" or (metric == "manhattan" and backend == "exact"):
         from ._knn_blocks import l1_knn_block, l1_knn_descent
 
         F = Z if Z.dtype in (np.float32, np.float64) else Z.astype(np.float64)
+        which = "manhattan" if metric == "manhattan" else "sqeuclidean"
         if backend == "exact":
-            dist, idx = l1_knn_block(F, F, k)
+            dist, idx = l1_knn_block(F, F, k, metric=which)
         else:
-            dist, idx = l1_knn_descent(F, k, random_state=random_state)
+            dist, idx = l1_knn_descent(F, k, random_state=random_state, metric=which)
         return _drop_self(idx, dist, k)
-    if backend == "auto":
-        backend = "exact"
-        if n > _EXACT_MAX:
-            try:
-                import pynndescent  # noqa: F401
-            except ImportError:
-                pass
-            else:
-                backend = "pynndescent"
     if backend == "pynndescent":
         from pynndescent import NNDescent
 

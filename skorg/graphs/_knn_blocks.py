@@ -60,7 +60,15 @@ def _ids(ids, n, offset=0):
     return ids
 
 
-def l1_knn_block(Q, F, k=None, *, query_ids=None, reference_ids=None, lists=None):
+def _squared(metric):
+    if metric not in ("manhattan", "sqeuclidean"):
+        raise ValueError(f"metric must be 'manhattan' or 'sqeuclidean', got {metric!r}.")
+    return metric == "sqeuclidean"
+
+
+def l1_knn_block(
+    Q, F, k=None, *, query_ids=None, reference_ids=None, lists=None, metric="manhattan"
+):
     """Exact L1 nearest neighbours among the rows of F for every row of Q (a block search).
 
     Parameters
@@ -75,6 +83,9 @@ def l1_knn_block(Q, F, k=None, *, query_ids=None, reference_ids=None, lists=None
         Global row ids (default ``arange``); a reference with the query's id is skipped.
     lists : tuple (dist, idx), optional
         The queries' current lists, updated in place and returned (from an earlier block).
+    metric : {"manhattan", "sqeuclidean"}, default="manhattan"
+        The distance (``"sqeuclidean"``: squared Euclidean, the same neighbours as the
+        Euclidean distance).
 
     Returns
     -------
@@ -105,7 +116,7 @@ def l1_knn_block(Q, F, k=None, *, query_ids=None, reference_ids=None, lists=None
     if Q.shape[1] == 0:  # no features: every distance is 0
         Q, F = np.zeros((Q.shape[0], 1), Q.dtype), np.zeros((F.shape[0], 1), Q.dtype)
     if Q.shape[0] and F.shape[0]:
-        _k.knn_l1_cross(Q, F, q_ids, r_ids, -1.0, dist, idx)
+        _k.knn_l1_cross(Q, F, q_ids, r_ids, -1.0, dist, idx, _squared(metric))
     return dist, idx
 
 
@@ -125,7 +136,7 @@ def l1_cross_distances(Q, F):
         raise ValueError(f"Q and F must be 2-D with as many columns, got {Q.shape}, {F.shape}.")
     out = np.zeros((Q.shape[0], F.shape[0]))
     if Q.size and F.size:
-        _k.cross_l1_tiled(Q, F.astype(Q.dtype, copy=False), -1.0, out)
+        _k.cross_l1_tiled(Q, F.astype(Q.dtype, copy=False), -1.0, out, False)
     return out
 
 
@@ -158,7 +169,15 @@ def _random_blocks(n, block, rng):
 
 
 def l1_knn_descent(
-    F, k, *, block_size=512, n_hubs=512, max_rounds=10, delta=0.001, random_state=None
+    F,
+    k,
+    *,
+    block_size=512,
+    n_hubs=512,
+    max_rounds=10,
+    delta=0.001,
+    random_state=None,
+    metric="manhattan",
 ):
     """Approximate L1 nearest neighbours of every row of F (blocks, hubs, then descent).
 
@@ -181,6 +200,7 @@ def l1_knn_descent(
     delta : float, default=0.001
     random_state : int, RandomState or None, default=None
         Seed of the partition (None: 0).
+    metric : {"manhattan", "sqeuclidean"}, default="manhattan"
 
     Returns
     -------
@@ -211,12 +231,15 @@ def l1_knn_descent(
         raise ValueError(f"max_rounds must be a non-negative integer, got {max_rounds!r}.")
     k = min(int(k), max(n - 1, 1))
     rng = np.random.default_rng(check_int_seed(random_state))
+    sq = _squared(metric)
     if n <= block_size:  # one block: the exact search
-        return l1_knn_block(F, F, k)
+        return l1_knn_block(F, F, k, metric=metric)
     dist, idx = empty_knn_lists(n, k)
     for rows in _random_blocks(n, block_size, rng):
         part = (dist[rows], idx[rows])
-        l1_knn_block(F[rows], F[rows], query_ids=rows, reference_ids=rows, lists=part)
+        l1_knn_block(
+            F[rows], F[rows], query_ids=rows, reference_ids=rows, lists=part, metric=metric
+        )
         dist[rows], idx[rows] = part
     in_degree = np.bincount(idx[idx >= 0], minlength=n)
     hubs = np.sort(np.argsort(-in_degree, kind="stable")[: min(n_hubs, n)]).astype(np.int64)
@@ -224,16 +247,16 @@ def l1_knn_descent(
         part = (dist[lo : lo + 4096], idx[lo : lo + 4096])
         l1_knn_block(
             F[lo : lo + 4096], F[hubs], query_ids=np.arange(lo, min(lo + 4096, n)),
-            reference_ids=hubs, lists=part,
+            reference_ids=hubs, lists=part, metric=metric,
         )  # fmt: skip
     for r in range(max_rounds):
-        changed = _k.descent_round(F, dist, idx, -1.0, int(rng.integers(2**62)) + r)
+        changed = _k.descent_round(F, dist, idx, -1.0, int(rng.integers(2**62)) + r, sq=sq)
         if changed <= delta * n * k:
             break
     return dist, idx
 
 
-def l1_knn_recall(F, idx, n_samples=256, random_state=None):
+def l1_knn_recall(F, idx, n_samples=256, random_state=None, metric="manhattan"):
     """Recall of the lists ``idx`` of the rows of F against the exact search on sampled rows.
 
     The fraction of the exact ``k`` nearest neighbours (ties at the ``k``-th distance count as
@@ -252,9 +275,10 @@ def l1_knn_recall(F, idx, n_samples=256, random_state=None):
     n, k = idx.shape
     rng = np.random.default_rng(check_int_seed(random_state))
     rows = np.sort(rng.choice(n, size=min(n, n_samples), replace=False)).astype(np.int64)
-    d_exact, _ = l1_knn_block(F[rows], F, k, query_ids=rows)
+    d_exact, _ = l1_knn_block(F[rows], F, k, query_ids=rows, metric=metric)
     mine = np.full(idx[rows].shape, np.inf)
-    _k.candidate_l1(F, rows, np.ascontiguousarray(idx[rows], dtype=np.int64), -1.0, mine)
+    cand = np.ascontiguousarray(idx[rows], dtype=np.int64)
+    _k.candidate_l1(F, rows, cand, -1.0, mine, _squared(metric))
     # a listed row is a true neighbour when it is no farther than the exact k-th distance
     # (the same runs of float32 sums: equal distances compare equal up to their rounding)
     kth = d_exact[:, -1:]

@@ -110,8 +110,14 @@ def test_knn_indices_manhattan_backends():
     np.testing.assert_array_equal(exact, _brute(F, 7)[1])
     approx = knn_indices(F, 7, metric="manhattan", backend="descent", random_state=0)
     assert np.mean([len(set(a) & set(b)) / 7 for a, b in zip(approx, exact)]) > 0.95
-    with pytest.raises(ValueError, match="manhattan"):
-        knn_indices(F, 3, backend="descent")
+    exact = knn_indices(F, 7, backend="exact")  # Euclidean: scikit-learn's brute force
+    approx = knn_indices(F, 7, backend="descent", random_state=0)
+    assert np.mean([len(set(a) & set(b)) / 7 for a, b in zip(approx, exact)]) > 0.95
+    G = np.random.default_rng(7).random((300, 9))
+    sq = l1_knn_block(G, G, 5, metric="sqeuclidean")
+    np.testing.assert_array_equal(sq[1], knn_indices(G, 5, backend="exact"))
+    with pytest.raises(ValueError, match="metric"):
+        l1_knn_block(G, G, 5, metric="cosine")
 
 
 def test_path_choice_from_predicted_time_and_memory(monkeypatch):
