@@ -173,7 +173,7 @@ def l1_knn_descent(
     k,
     *,
     block_size=512,
-    n_hubs=512,
+    n_hubs=1024,
     max_rounds=10,
     delta=0.001,
     random_state=None,
@@ -188,7 +188,7 @@ def l1_knn_descent(
     block_size : int, default=512
         Rows per block of a random partition: every row starts from its exact lists among
         the rows of its block.
-    n_hubs : int, default=512
+    n_hubs : int, default=1024
         Every row is then searched exactly among the ``n_hubs`` rows listed most often (ties
         to the smaller index). In high dimension the nearest neighbours of most rows are a
         few common rows (hubs) that a local search reaches slowly; elsewhere this costs
