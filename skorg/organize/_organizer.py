@@ -97,7 +97,8 @@ class QuestionnaireOrganizer(TransformerMixin, BaseEstimator):
         Threads for the distance kernels (None: numba's default).
     affinity_mode : {"auto", "dense", "sparse"}, default="auto"
         Dense (m, m) affinities, or k-nearest-neighbour affinities and sparse
-        flexible trees (``"auto"``: for axes longer than 10,000); see
+        flexible trees (``"auto"``: per axis, from the predicted time and memory of the two
+        paths, for axes of at least 4,096 points); see
         :func:`~skorg.organize.questionnaire`.
     n_neighbors : int, default=15
         Neighbours per point on the sparse path.

@@ -60,8 +60,9 @@ def questionnaire(
         its features a block of folders at a time within sklearn's ``working_memory``
         (see :func:`~skorg.metrics.tree_emd`); memory is then a few (m, m) matrices per
         axis of length m, as for dense X, plus X itself. The k-nearest-neighbour path
-        (long axes) densifies X once, only when the dense copy fits in ``working_memory``
-        (otherwise it raises before starting). Distances and affinities equal those of
+        (long axes) keeps X sparse: its tree-EMD features are built a block of rows at a
+        time, and its initial cosine step densifies the rows once (both checked against the
+        memory budget before they are allocated). Distances and affinities equal those of
         ``X.toarray()`` to rounding (about 1e-15 relative), so the trees and orders are the
         same unless the data has exact ties, which rounding may break either way. The trees
         and orders do not depend on the units of X: the tree EMD steps see X scaled exactly
@@ -176,7 +177,9 @@ default="auto"
         (:func:`~skorg.graphs.knn_affinity`, :func:`~skorg.metrics.knn_tree_emd_affinity`)
         and :func:`~skorg.trees.sparse_flexible_tree`: O(m k) memory instead of O(m^2),
         float32 features; its distances and affinities are sparse matrices and its order is
-        the tree's leaf order. ``"auto"`` takes it for axes longer than 10,000.
+        the tree's leaf order. ``"auto"`` takes it for an axis of at least 4,096 points when
+        the dense path's predicted memory passes the budget or its predicted time that of
+        the k-NN path (the progress bar says which path each axis takes, and why).
     n_neighbors : int, default=15
         Neighbours per point on the sparse path.
     random_state : int, RandomState or None, default=None

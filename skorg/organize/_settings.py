@@ -21,7 +21,7 @@ from ._presets import (
     SELECT_MARGIN,
 )
 from ._sparse import sparse_axes
-from ._steps import _densify_for_knn, _per_axis, _select_margin, _tree_methods
+from ._steps import _per_axis, _select_margin, _tree_methods
 from ._tied import check_tie_axes, check_tied_params
 
 __all__: list[str] = []
@@ -137,7 +137,6 @@ def resolve_settings(
     init_params = dict(init_affinity_params or {})
     sparse = sparse_axes(X.shape, affinity_mode, n_neighbors)
     tie = check_tie_axes(tie_axes, X.shape, sparse)
-    X = _densify_for_knn(X, sparse)
     # the default builder gives way to the flexible tree on axes that take the sparse path
     default_method = tree_method is None and (
         preset is None or "tree_method" not in PRESETS[preset]

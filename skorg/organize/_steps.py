@@ -38,25 +38,6 @@ def _per_axis(value, n_axes, name, positive=False):
     return [float(v) for v in values]
 
 
-def _densify_for_knn(X, sparse_axes_):
-    """The k-nearest-neighbour path works on dense data: a sparse X is densified for it when
-    the dense copy fits in sklearn's ``working_memory``, else a clear error."""
-    if not (sp.issparse(X) and any(sparse_axes_)):
-        return X
-    from sklearn import get_config
-
-    need = X.shape[0] * X.shape[1] * 8
-    budget = get_config()["working_memory"] * 2**20
-    if need > budget:
-        raise ValueError(
-            f"The k-nearest-neighbour path (axes longer than 10,000 or affinity_mode='sparse') "
-            f"needs a dense copy of the sparse X ({need / 2**20:.0f} MB), more than "
-            f"working_memory ({budget / 2**20:.0f} MB); raise it with "
-            "sklearn.set_config(working_memory=...) or reduce X."
-        )
-    return X.toarray()
-
-
 def _unfold(X, axis):
     """The mode unfolding along ``axis``: one row per slice (a sparse matrix as CSR rows)."""
     if sp.issparse(X):  # a matrix

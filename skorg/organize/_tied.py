@@ -59,7 +59,7 @@ def check_tie_axes(tie_axes, shape, sparse_axes_):
     if sparse_axes_[a] or sparse_axes_[b]:
         raise ValueError(
             f"tie_axes=({a}, {b}) works on the dense path only; these axes take the "
-            "k-nearest-neighbour path (longer than 10,000 or affinity_mode='sparse'): use "
+            "k-nearest-neighbour path (chosen by affinity_mode='auto' or 'sparse'): use "
             "affinity_mode='dense'."
         )
     return a, b
