@@ -14,6 +14,7 @@ from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from .._labels import axis_labels, check_output_columns, container_kind, data_of, reorder_like
+from ._dask_input import is_block_input, load_blocks
 from ._preprocess import PREPROCESS
 from ._presets import (
     EARLY_STOPPING,
@@ -336,9 +337,12 @@ default="auto"
         """
         self._validate_params()
         labels = axis_labels(X)
+        data = data_of(X)
+        if is_block_input(data):  # Dask or backed AnnData: read by tasks, memory checked first
+            data = load_blocks(data, dtype=None)
         X = validate_data(
             self,
-            data_of(X),
+            data,
             dtype=[np.float64, np.float32],
             accept_sparse=["csr", "csc"],
             allow_nd=True,
@@ -398,9 +402,12 @@ default="auto"
 
     def _check_new(self, X, *, same_rows):
         check_is_fitted(self)
+        data = data_of(X)
+        if is_block_input(data):
+            data = load_blocks(data, dtype=None)
         X = validate_data(
             self,
-            data_of(X),
+            data,
             dtype=[np.float64, np.float32],
             accept_sparse=["csr", "csc"],
             allow_nd=True,

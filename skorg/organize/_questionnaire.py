@@ -12,6 +12,7 @@ from .._sparse_input import canonical_sparse, check_sparse_matrix
 from .._validation import check_finite_array, pow2_scale, unscale
 from ..metrics import affinity_matrix
 from ..trees import build_tree, flexible_tree
+from ._dask_input import is_block_input, load_blocks
 from ._preprocess import preprocess_data
 from ._presets import (
     _INIT_AFFINITIES,
@@ -272,6 +273,8 @@ default="auto"
     )
     labels = axis_labels(X)
     X = data_of(X)
+    if is_block_input(X):  # a Dask array or a backed AnnData: gathered by tasks, memory first
+        X = load_blocks(X)
     if sp.issparse(X):
         X = check_sparse_matrix(X, "X", min_rows=2) if check_input else canonical_sparse(X)
     elif check_input:

@@ -1,0 +1,128 @@
+"""The organizer on data in blocks (Dask arrays, backed AnnData) equals the in-memory path.
+
+One LocalCluster with two worker processes serves the module; the data is small so that the
+whole module stays well under a minute.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+from skorg import QuestionnaireOrganizer  # noqa: E402
+from skorg.organize import questionnaire  # noqa: E402
+from skorg.organize._dask_input import is_block_input, load_blocks  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address=None,
+    )  # fmt: skip
+    with cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def _counts(n_rows=120, n_cols=40, seed=0):
+    """Poisson counts of three row types with their own column rates (mostly zeros)."""
+    rng = np.random.default_rng(seed)
+    types = rng.integers(0, 3, n_rows)
+    rates = rng.gamma(0.4, 1.5, (3, n_cols))
+    return rng.poisson(rates[types] * rng.lognormal(0, 0.3, (n_rows, 1)))
+
+
+def _assert_same_fit(a, b):
+    for ta, tb in zip(a.trees_, b.trees_):
+        assert ta == tb
+    for oa, ob in zip(a.orders_, b.orders_):
+        np.testing.assert_array_equal(oa, ob)
+    for da_, db in zip(a.distances_, b.distances_):
+        if da_ is None:
+            assert db is None
+        elif sp.issparse(da_):
+            assert (da_ != db).nnz == 0
+        else:
+            np.testing.assert_array_equal(da_, db)
+    assert a.params_["preprocess"] == b.params_["preprocess"]
+
+
+def test_dense_dask_array_equals_in_memory(client):
+    X = _counts()
+    Xd = da.from_array(X, chunks=(32, 15))  # blocks across rows and columns
+    est = QuestionnaireOrganizer(n_iter=2).fit(Xd)
+    _assert_same_fit(est, QuestionnaireOrganizer(n_iter=2).fit(X))
+    assert est.n_features_in_ == X.shape[1]
+    np.testing.assert_array_equal(est.transform(Xd), est.transform(X))
+
+
+def test_sparse_blocks_equal_in_memory_and_the_sparse_path(client):
+    X = sp.csr_matrix(_counts(150, 30, seed=1).astype(np.float64))
+    Xd = da.from_array(X, chunks=(40, 30), asarray=False)
+    assert is_block_input(Xd)
+    for mode in ("dense", "sparse"):  # the k-NN path of every axis too
+        kwargs = dict(n_iter=2, affinity_mode=mode, random_state=0)
+        a = questionnaire(Xd, **kwargs)
+        b = questionnaire(X, **kwargs)
+        for ta, tb in zip(a.trees, b.trees):
+            assert ta == tb
+        for oa, ob in zip(a.orders, b.orders):
+            np.testing.assert_array_equal(oa, ob)
+
+
+def test_tensor_dask_array(client):
+    X = np.random.default_rng(2).standard_normal((10, 12, 6))
+    a = questionnaire(da.from_array(X, chunks=(4, 12, 3)), n_iter=1)
+    b = questionnaire(X, n_iter=1)
+    for ta, tb in zip(a.trees, b.trees):
+        assert ta == tb
+
+
+def test_backed_anndata_and_dask_anndata(client, tmp_path):
+    anndata = pytest.importorskip("anndata")
+    X = sp.csr_matrix(_counts(90, 25, seed=3).astype(np.float32))
+    adata = anndata.AnnData(X)
+    adata.obs_names = [f"cell{i}" for i in range(90)]
+    adata.var_names = [f"gene{j}" for j in range(25)]
+    path = tmp_path / "counts.h5ad"
+    adata.write_h5ad(path)
+    backed = anndata.read_h5ad(path, backed="r")
+    assert is_block_input(backed.X)
+    est = QuestionnaireOrganizer(n_iter=2).fit(backed)
+    ref = QuestionnaireOrganizer(n_iter=2).fit(adata)
+    _assert_same_fit(est, ref)
+    np.testing.assert_array_equal(est.row_names_, ref.row_names_)
+    np.testing.assert_array_equal(est.column_names_, ref.column_names_)
+    lazy = anndata.AnnData(da.from_array(X, chunks=(30, 25), asarray=False))
+    lazy.obs_names, lazy.var_names = adata.obs_names, adata.var_names
+    _assert_same_fit(QuestionnaireOrganizer(n_iter=2).fit(lazy), ref)
+
+
+def test_blocks_gathered_bit_for_bit_without_a_client():
+    # Dask's default scheduler (no Client here is used: a fresh thread pool)
+    X = sp.random(70, 9, density=0.3, random_state=4, format="csr", dtype=np.float32)
+    X.data = np.round(X.data * 10)
+    with __import__("dask").config.set(scheduler="threads"):
+        Y = load_blocks(da.from_array(X, chunks=(16, 4), asarray=False), dtype=None)
+    assert Y.dtype == np.float32 and Y.has_canonical_format
+    np.testing.assert_array_equal(Y.toarray(), X.toarray())
+
+
+def test_memory_checked_before_gathering(client, monkeypatch):
+    X = da.zeros((4000, 500), chunks=(1000, 500))  # 16 MB as float64
+    monkeypatch.setenv("SKORG_MAX_MEMORY", "8")
+    with pytest.raises(MemoryError, match="Gathering the blocks of X"):
+        QuestionnaireOrganizer().fit(X)
+    S = da.from_array(sp.eye(4000, format="csr"), chunks=(1000, 4000), asarray=False)
+    monkeypatch.setenv("SKORG_MAX_MEMORY", "0.01")
+    with pytest.raises(MemoryError, match="memory budget"):
+        load_blocks(S)
+
+
+def test_unknown_chunks_refused(client):
+    X = da.from_array(np.arange(40.0).reshape(10, 4), chunks=(5, 4))
+    Y = X[X[:, 0] > 3]
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        questionnaire(Y)
