@@ -14,6 +14,7 @@ from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from .._labels import axis_labels, check_output_columns, container_kind, data_of, reorder_like
+from ._dask_blocks import block_score_ratios, check_blocks, lazy_reorder
 from ._dask_input import is_block_input, load_blocks
 from ._preprocess import PREPROCESS
 from ._presets import (
@@ -435,6 +436,9 @@ default="auto"
             Columns named by :meth:`get_feature_names_out` (a DataFrame under
             ``set_output(transform="pandas")``).
         """
+        if is_block_input(data_of(X)):  # a lazy Dask array, columns reordered (none read)
+            Xd = check_blocks(self, data_of(X), same_rows=False)
+            return lazy_reorder(Xd, self.orders_, range(1, Xd.ndim))
         X = self._check_new(X, same_rows=False)
         if X.ndim > 2 and _get_output_config("transform", self)["dense"] != "default":
             raise ValueError(
@@ -462,6 +466,9 @@ default="auto"
         X_original : ndarray, sparse matrix or DataFrame of the same shape
         """
         check_is_fitted(self)
+        if is_block_input(X):  # a lazy Dask array, columns back in input order
+            Xd = check_blocks(self, X, same_rows=False)
+            return lazy_reorder(Xd, [None, *map(_inverse, self.orders_[1:])], range(1, Xd.ndim))
         if getattr(self, "feature_names_in_", None) is not None:
             check_output_columns(X, self.get_feature_names_out(), self)
         arr = check_array(
@@ -512,6 +519,8 @@ default="auto"
             columns reordered; a polars DataFrame with its rows and columns
             reordered; an xarray DataArray with its coordinates reordered.
         """
+        if container_kind(X) != "anndata" and is_block_input(X):  # lazy, every axis
+            return lazy_reorder(check_blocks(self, X, same_rows=True), self.orders_, range(X.ndim))
         arr = self._check_new(X, same_rows=True)
         if container_kind(X) == "anndata":
             return reorder_like(None, X, self.orders_)
@@ -544,6 +553,12 @@ default="auto"
         -------
         score : float
         """
+        if is_block_input(data_of(X)) and (basis is None or not isinstance(basis, str)
+                                           or basis != "best"):  # fmt: skip
+            # each row's ratio on the cluster, a block of rows per task (none gathered)
+            Xd = check_blocks(self, data_of(X), same_rows=False)
+            ratios = block_score_ratios(Xd, self.trees_, _score_bases(Xd, self.trees_, basis))
+            return 0.0 if ratios.size == 0 else float(-ratios.mean())
         X = self._check_new(X, same_rows=False).astype(np.float64, copy=False)
         bases = _score_bases(X, self.trees_, basis)
         if not sp.issparse(X):

@@ -12,6 +12,7 @@ from .._sparse_input import canonical_sparse, check_sparse_matrix
 from .._validation import check_finite_array, pow2_scale, unscale
 from ..metrics import affinity_matrix
 from ..trees import build_tree, flexible_tree
+from ._dask_blocks import active_client, block_tree_emd_embedding
 from ._dask_input import is_block_input, load_blocks
 from ._preprocess import preprocess_data
 from ._presets import (
@@ -273,8 +274,10 @@ default="auto"
     )
     labels = axis_labels(X)
     X = data_of(X)
+    embed = None  # the rows' EMD features of the k-NN path: per block on a Dask cluster
     if is_block_input(X):  # a Dask array or a backed AnnData: gathered by tasks, memory first
         X = load_blocks(X)
+        embed = block_tree_emd_embedding if active_client() is not None else None
     if sp.issparse(X):
         X = check_sparse_matrix(X, "X", min_rows=2) if check_input else canonical_sparse(X)
     elif check_input:
@@ -458,7 +461,7 @@ default="auto"
         if sparse[axis]:
             d, A, tree = sparse_rebuild(
                 Xe, others, axis, alphas, betas, epsilons[axis], constants[axis], n_neighbors,
-                random_state, n_jobs, methods[axis],
+                random_state, n_jobs, methods[axis], embed,
             )  # fmt: skip
             distances[axis], affinities[axis] = d, A
             record(iteration, axis, tree)

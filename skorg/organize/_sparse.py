@@ -93,9 +93,11 @@ def sparse_initial(
 
 def sparse_rebuild(
     X, others, axis, alphas, betas, epsilon, tree_constant, n_neighbors, random_state, n_jobs,
-    method="flexible",
+    method="flexible", embed=None,
 ):  # fmt: skip
-    """kNN tree EMD graph, landmark eigenpairs of the dual affinity, and the tree of one axis."""
+    """kNN tree EMD graph, landmark eigenpairs of the dual affinity, and the tree of one axis
+    (``embed``: the features' function, :func:`~skorg.metrics.tree_emd_embedding` or its
+    per-block twin on a Dask cluster)."""
     from ..graphs import (
         choose_landmarks,
         knn_l1_affinity,
@@ -104,7 +106,7 @@ def sparse_rebuild(
     )
     from ..metrics import tree_emd_embedding
 
-    F = tree_emd_embedding(
+    F = (embed or tree_emd_embedding)(
         X, others, axis=axis, alphas=alphas, betas=betas, dtype=np.float32, n_jobs=n_jobs
     )
     d, A, med = knn_l1_affinity(F, epsilon, n_neighbors, "auto", random_state, n_jobs)

@@ -126,3 +126,36 @@ def test_unknown_chunks_refused(client):
     Y = X[X[:, 0] > 3]
     with pytest.raises(ValueError, match="compute_chunk_sizes"):
         questionnaire(Y)
+
+
+def test_features_by_blocks_bit_for_bit(client):
+    from skorg.metrics import tree_emd_embedding
+    from skorg.organize._dask_blocks import block_tree_emd_embedding
+    from skorg.trees import dyadic_tree
+
+    X = sp.csr_matrix(_counts(301, 32, seed=5) / 7.0)
+    trees = [None, dyadic_tree(32)]
+    for data in (X, X.toarray()):
+        for dtype in (np.float32, np.float64):
+            whole = tree_emd_embedding(data, trees, axis=0, alphas=0.5, betas=1.0, dtype=dtype)
+            blocks = block_tree_emd_embedding(
+                data, trees, alphas=0.5, betas=1.0, dtype=dtype, client=client
+            )
+            assert blocks.dtype == whole.dtype
+            np.testing.assert_array_equal(blocks, whole)
+
+
+def test_transform_organize_score_stay_lazy(client):
+    X = _counts(64, 20, seed=6).astype(np.float64)
+    est = QuestionnaireOrganizer(n_iter=1).fit(X)
+    Xd = da.from_array(X, chunks=(16, 7))
+    out = est.transform(Xd)
+    assert isinstance(out, da.Array)  # nothing read yet
+    np.testing.assert_array_equal(out.compute(), est.transform(X))
+    np.testing.assert_array_equal(est.inverse_transform(out).compute(), X)
+    np.testing.assert_array_equal(est.organize(Xd).compute(), est.organize(X))
+    assert est.score(Xd) == est.score(X)
+    S = da.from_array(sp.csr_matrix(X), chunks=(16, 20), asarray=False)
+    assert est.score(S) == est.score(sp.csr_matrix(X))
+    with pytest.raises(ValueError, match="fitted on"):
+        est.transform(Xd[:, :10])
