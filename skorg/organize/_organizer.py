@@ -328,7 +328,11 @@ default="auto"
             or an xarray DataArray gives its labels to ``axis_names_``; an AnnData gives
             ``X`` (sparse or dense) with its ``obs_names`` and ``var_names`` (see
             :func:`skorg.io.from_anndata` for a layer). Multiplying X by any positive
-            factor (1e-150 to 1e150 are tested) gives the same trees and orders.
+            factor (1e-150 to 1e150 are tested) gives the same trees and orders. A Dask
+            array (dense or sparse blocks), an AnnData whose X is one, or a backed AnnData
+            is read a block per task (on the ``dask.distributed`` cluster when a Client is
+            active), its memory checked first; the fit equals that of the in-memory matrix
+            (user guide, "Data in blocks").
         y : None
             Ignored.
 

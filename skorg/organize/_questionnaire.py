@@ -107,7 +107,11 @@ def questionnaire(
         same unless the data has exact ties, which rounding may break either way. The trees
         and orders do not depend on the units of X: the tree EMD steps see X scaled exactly
         (by a power of two) to largest magnitude in [0.5, 1), and the learned ``distances``
-        are returned in X's units.
+        are returned in X's units. A Dask array, or a backed AnnData, is gathered a block
+        per task after its in-memory size is checked against the memory budget (user
+        guide, "Data in blocks"); with a ``dask.distributed`` Client active, the rows'
+        tree-EMD features of the k-NN path are computed there a block of rows per task.
+        The result equals that of the in-memory matrix bit for bit.
     n_iter : int, default=3
         Number of sweeps over the axes.
     init_affinity : {"cosine", "correlation", "gaussian"} or callable, default="cosine"
