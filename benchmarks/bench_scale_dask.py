@@ -96,7 +96,7 @@ def dask_counts(paths):
     parts = [
         da.from_delayed(
             dask.delayed(_load_npz)(p), shape=(hi - lo, N_COLS), dtype=np.int32, meta=meta
-        )  # fmt: skip
+        )
         for p, lo, hi in paths
     ]
     return da.concatenate(parts, axis=0)
@@ -212,7 +212,7 @@ def main(sizes, fit_max):
         n = r["n"]
         feat = (f"{r['features']:8.1f} {1e6 * r['features'] / n:7.1f}" if r.get("features")
                 else f"{'refused':>8} {'':>7}")  # fmt: skip
-        fit = (f"{r['fit_dask'] / r['fit_memory']:12.2f} {str(r['fit_equal']):>5}"
+        fit = (f"{r['fit_dask'] / r['fit_memory']:12.2f} {r['fit_equal']!s:>5}"
                if "fit_dask" in r else f"{'':>12} {'':>5}")  # fmt: skip
         print(f"{n:>9d} | {r['gather']:8.1f} {1e6 * r['gather'] / n:7.1f} | {r['score']:8.1f} "
               f"{1e6 * r['score'] / n:7.1f} | {feat} | {r['driver_peak']:10.0f} "
