@@ -64,7 +64,12 @@ def test_sparse_blocks_equal_in_memory_and_the_sparse_path(client):
     assert is_block_input(Xd)
     for mode in ("dense", "sparse"):  # the k-NN path of every axis too
         kwargs = dict(n_iter=2, affinity_mode=mode, random_state=0)
-        a = questionnaire(Xd, **kwargs)
+        with distributed.get_task_stream(client) as stream:
+            a = questionnaire(Xd, **kwargs)
+        names = {task["key"].split("-")[0] for task in stream.data if isinstance(task["key"], str)}
+        # the blocks were read on the cluster, and the k-NN path's row features computed there
+        assert any(name.startswith("_as_block") for name in names)
+        assert any(name.startswith("_features_task") for name in names) == (mode == "sparse")
         b = questionnaire(X, **kwargs)
         for ta, tb in zip(a.trees, b.trees):
             assert ta == tb
