@@ -15,6 +15,12 @@ from ._affinity import check_affinity as check_affinity
 from ._diffusion import diffusion_eigenpairs, diffusion_embedding
 from ._knn import knn_affinity, knn_indices
 from ._knn import knn_l1_affinity as knn_l1_affinity
+from ._knn_blocks import empty_knn_lists as empty_knn_lists
+from ._knn_blocks import l1_cross_distances as l1_cross_distances
+from ._knn_blocks import l1_knn_block as l1_knn_block
+from ._knn_blocks import l1_knn_descent as l1_knn_descent
+from ._knn_blocks import l1_knn_recall as l1_knn_recall
+from ._knn_blocks import merge_knn_lists as merge_knn_lists
 from ._landmarks import choose_landmarks as choose_landmarks
 from ._landmarks import cosine_columns as cosine_columns
 from ._landmarks import l1_kernel_columns as l1_kernel_columns

@@ -24,8 +24,8 @@ from .._validation import (
 
 __all__ = ["knn_affinity", "knn_indices", "knn_l1_affinity"]
 
-# Above this many points pynndescent (approximate, O(m^1.14)) replaces exact brute force, whose
-# O(m^2) cost passes pynndescent's one-off compilation (about 40 s) near this size.
+# Above this many points the approximate searches (skorg's L1 descent, pynndescent for the
+# Euclidean metric; O(m) and O(m^1.14)) replace the exact O(m^2) search.
 _EXACT_MAX = 8192
 # Random pairs used to estimate the median of all m^2 distances.
 _MEDIAN_SAMPLE = 20_000
@@ -48,10 +48,16 @@ def knn_indices(
     n_neighbors : int
         Capped at ``n_points - 1``.
     metric : {"euclidean", "manhattan"}, default="euclidean"
-    backend : {"auto", "exact", "pynndescent"}, default="auto"
-        ``"exact"`` is scikit-learn's brute-force ``NearestNeighbors``; ``"pynndescent"`` is
-        nearest-neighbour descent (approximate, recall typically above 0.99); ``"auto"`` takes
-        pynndescent above 8192 points when it is installed.
+    backend : {"auto", "exact", "descent", "pynndescent"}, default="auto"
+        ``"exact"`` is the brute-force search (scikit-learn's ``NearestNeighbors`` for
+        ``"euclidean"``, skorg's blocked cityblock search :func:`l1_knn_block` for
+        ``"manhattan"``); ``"descent"`` (``"manhattan"`` only) is skorg's
+        :func:`l1_knn_descent` (approximate, O(n) distances in all; its
+        recall is measured by :func:`l1_knn_recall`); ``"pynndescent"`` is pynndescent's
+        nearest-neighbour descent (approximate, an optional dependency). ``"auto"``:
+        ``"manhattan"`` takes the exact search up to 8192 points and ``"descent"`` above;
+        ``"euclidean"`` takes pynndescent above 8192 points when it is installed, else the
+        exact search.
     random_state : int, RandomState or None, default=None
         Seed of pynndescent (None: 0).
     n_jobs : int, optional
@@ -75,12 +81,27 @@ def knn_indices(
     Z, _ = scaled_copy(Z, limit=40 if Z.dtype == np.float32 else SAFE_EXPONENT)
     if metric not in ("euclidean", "manhattan"):
         raise ValueError(f"metric must be 'euclidean' or 'manhattan', got {metric!r}.")
-    if backend not in ("auto", "exact", "pynndescent"):
-        raise ValueError(f"backend must be 'auto', 'exact' or 'pynndescent', got {backend!r}.")
+    if backend not in ("auto", "exact", "descent", "pynndescent"):
+        raise ValueError(
+            f"backend must be 'auto', 'exact', 'descent' or 'pynndescent', got {backend!r}."
+        )
+    if backend == "descent" and metric != "manhattan":
+        raise ValueError("backend='descent' needs metric='manhattan'.")
     n = Z.shape[0]
     k = min(_check_int(n_neighbors, "n_neighbors"), n - 1)
     if k < 1:
         return np.empty((n, 0), dtype=np.intp)
+    if backend == "auto" and metric == "manhattan":
+        backend = "descent" if n > _EXACT_MAX else "exact"
+    if metric == "manhattan" and backend in ("exact", "descent"):
+        from ._knn_blocks import l1_knn_block, l1_knn_descent
+
+        F = Z if Z.dtype in (np.float32, np.float64) else Z.astype(np.float64)
+        if backend == "exact":
+            dist, idx = l1_knn_block(F, F, k)
+        else:
+            dist, idx = l1_knn_descent(F, k, random_state=random_state)
+        return _drop_self(idx, dist, k)
     if backend == "auto":
         backend = "exact"
         if n > _EXACT_MAX:

@@ -16,7 +16,14 @@ import scipy.sparse as sp
 
 from .._validation import check_memory
 
-__all__ = ["active_client", "block_score_ratios", "block_tree_emd_embedding", "lazy_reorder"]
+__all__ = [
+    "active_client",
+    "block_emd_feature_blocks",
+    "block_score_ratios",
+    "block_tree_emd_embedding",
+    "check_blocks",
+    "lazy_reorder",
+]
 
 # rows of a block sent to a worker: a float64 block of about this many bytes (the features of
 # a block are about twice the column tree's node count per row)
@@ -95,6 +102,33 @@ def block_tree_emd_embedding(
     ranges = _row_ranges(n, 8 * (X.shape[1] + n_features), workers)
     out = np.empty((n, n_features), dtype=dtype)
     return _map_row_blocks(client, X, ranges, _features_task, out, others, alphas, betas, dtype)
+
+
+def _feature_blocks_task(block, others, alphas, betas, dtype):
+    from ._sparse import emd_feature_blocks
+
+    return emd_feature_blocks(block, others, 0, alphas, betas, dtype, 1)
+
+
+def block_emd_feature_blocks(X, others, axis, alphas, betas, dtype=np.float32, n_jobs=None):
+    """The k-NN path's features (:func:`~skorg.organize._sparse.emd_feature_blocks`, same
+    signature) a block of rows per task on the active Client; bit for bit the same (each
+    row's features depend on that row alone). Without a Client, or along another axis than
+    the rows of a matrix, the in-memory function itself."""
+    from ._sparse import emd_feature_blocks
+
+    client = active_client()
+    if client is None or axis != 0 or X.ndim != 2:
+        return emd_feature_blocks(X, others, axis, alphas, betas, dtype, n_jobs)
+    dtype = np.dtype(dtype)
+    first = _feature_blocks_task(_rows(X, 0, 1), others, alphas, betas, dtype)
+    n, n_features = X.shape[0], first.shape[1]
+    check_memory(n * n_features * dtype.itemsize, "The k-NN path's tree-EMD features")
+    workers = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
+    ranges = _row_ranges(n, 8 * (X.shape[1] + n_features), workers)
+    out = np.empty((n, n_features), dtype=dtype)
+    return _map_row_blocks(client, X, ranges, _feature_blocks_task, out, others, alphas, betas,
+                           dtype)  # fmt: skip
 
 
 def _ratios_task(block, trees, bases):

@@ -12,7 +12,7 @@ from .._sparse_input import canonical_sparse, check_sparse_matrix
 from .._validation import check_finite_array, pow2_scale, unscale
 from ..metrics import affinity_matrix
 from ..trees import build_tree, flexible_tree
-from ._dask_blocks import active_client, block_tree_emd_embedding
+from ._dask_blocks import active_client, block_emd_feature_blocks
 from ._dask_input import is_block_input, load_blocks
 from ._preprocess import preprocess_data
 from ._presets import (
@@ -32,7 +32,6 @@ from ._sparse import sparse_axes, sparse_initial, sparse_rebuild
 from ._steps import (
     _TIE,
     _compression_error_along,
-    _densify_for_knn,
     _emd_feature_dtype,
     _euclidean_distances,
     _final_orders,
@@ -281,7 +280,7 @@ default="auto"
     embed = None  # the rows' EMD features of the k-NN path: per block on a Dask cluster
     if is_block_input(X):  # a Dask array or a backed AnnData: gathered by tasks, memory first
         X = load_blocks(X)
-        embed = block_tree_emd_embedding if active_client() is not None else None
+        embed = block_emd_feature_blocks if active_client() is not None else None
     if sp.issparse(X):
         X = check_sparse_matrix(X, "X", min_rows=2) if check_input else canonical_sparse(X)
     elif check_input:
@@ -316,7 +315,6 @@ default="auto"
     init_params = dict(init_affinity_params or {})
     sparse = sparse_axes(X.shape, affinity_mode, n_neighbors)
     tie = check_tie_axes(tie_axes, X.shape, sparse)
-    X = _densify_for_knn(X, sparse)
     # the default builder gives way to the flexible tree on axes that take the sparse path
     default_method = tree_method is None and (
         preset is None or "tree_method" not in PRESETS[preset]

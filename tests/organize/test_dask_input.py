@@ -69,7 +69,7 @@ def test_sparse_blocks_equal_in_memory_and_the_sparse_path(client):
         names = {task["key"].split("-")[0] for task in stream.data if isinstance(task["key"], str)}
         # the blocks were read on the cluster, and the k-NN path's row features computed there
         assert any(name.startswith("_as_block") for name in names)
-        assert any(name.startswith("_features_task") for name in names) == (mode == "sparse")
+        assert any(name.startswith("_feature_blocks_task") for name in names) == (mode == "sparse")
         b = questionnaire(X, **kwargs)
         for ta, tb in zip(a.trees, b.trees):
             assert ta == tb
@@ -148,6 +148,19 @@ def test_features_by_blocks_bit_for_bit(client):
             )
             assert blocks.dtype == whole.dtype
             np.testing.assert_array_equal(blocks, whole)
+
+
+def test_knn_path_features_by_blocks_bit_for_bit(client):
+    from skorg.organize._dask_blocks import block_emd_feature_blocks
+    from skorg.organize._sparse import emd_feature_blocks
+    from skorg.trees import dyadic_tree
+
+    X = sp.csr_matrix(_counts(257, 16, seed=7) / 3.0)
+    others = [None, dyadic_tree(16)]
+    for data in (X, X.toarray()):
+        whole = emd_feature_blocks(data, others, 0, [0.0, 1.0], [1.0, 0.5], np.float32)
+        blocks = block_emd_feature_blocks(data, others, 0, [0.0, 1.0], [1.0, 0.5], np.float32)
+        np.testing.assert_array_equal(blocks, whole)
 
 
 def test_transform_organize_score_stay_lazy(client):

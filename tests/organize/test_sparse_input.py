@@ -132,11 +132,15 @@ def test_sparse_input_errors(sparse_band):
         tree_emd(S, dyadic_tree(3))
 
 
-def test_knn_path_densifies_within_working_memory(sparse_band):
+def test_knn_path_checks_memory_and_equals_dense(sparse_band, monkeypatch):
     S = sp.csr_matrix(sparse_band)
+    # the k-NN path keeps X sparse; its dense rows and features are checked before use
     with config_context(working_memory=1e-4):
-        with pytest.raises(ValueError, match="working_memory"):
-            questionnaire(S, n_iter=1, affinity_mode="sparse", n_neighbors=5)
+        questionnaire(S, n_iter=1, affinity_mode="sparse", n_neighbors=5)
+    monkeypatch.setenv("SKORG_MAX_MEMORY", "0.001")
+    with pytest.raises(MemoryError, match="memory budget"):
+        questionnaire(S, n_iter=1, affinity_mode="sparse", n_neighbors=5)
+    monkeypatch.delenv("SKORG_MAX_MEMORY")
     a = questionnaire(S, n_iter=1, affinity_mode="sparse", n_neighbors=5, random_state=0)
     b = questionnaire(sparse_band, n_iter=1, affinity_mode="sparse", n_neighbors=5, random_state=0)
     for x, y in zip(a.orders, b.orders):
