@@ -19,6 +19,7 @@ from .._validation import check_memory
 __all__ = [
     "active_client",
     "block_emd_feature_blocks",
+    "block_knn_l1",
     "block_score_ratios",
     "block_tree_emd_embedding",
     "check_blocks",
@@ -187,3 +188,63 @@ def check_blocks(estimator, X, *, same_rows):
     if Xd.dtype.kind not in "biuf":
         raise TypeError(f"X must hold real numbers, got a Dask array of dtype {Xd.dtype}.")
     return Xd
+
+
+def _merge_task(a, b):
+    from ..graphs import merge_knn_lists
+
+    return merge_knn_lists(a, b)
+
+
+def _knn_pair_task(Q, R, k, q_lo, r_lo):
+    from ..graphs import l1_knn_block
+
+    q_ids = np.arange(q_lo, q_lo + Q.shape[0], dtype=np.int64)
+    r_ids = np.arange(r_lo, r_lo + R.shape[0], dtype=np.int64)
+    return l1_knn_block(Q, R, k, query_ids=q_ids, reference_ids=r_ids)
+
+
+def block_knn_l1(F, n_neighbors, *, block_rows=None, client=None):
+    """Exact L1 nearest neighbours of every row of F, one task per pair of row blocks (query
+    block x reference block) on the cluster, the lists of each query block merged by tasks.
+
+    No task holds more than two blocks of F. The lists are bit for bit those of
+    ``knn_indices(F, n_neighbors, metric="manhattan", backend="exact")`` (the blocked search
+    gives the same lists under any split, merged in any order); without a Client, that call.
+    Cost O(n^2) distances, spread over the workers: the exact reference against which the
+    approximate search's recall is measured, and the search itself up to a few thousand rows.
+    """
+    from .._validation import SAFE_EXPONENT, check_finite_array, scaled_copy
+    from ..graphs import knn_indices
+
+    client = client if client is not None else active_client()
+    if client is None:
+        return knn_indices(F, n_neighbors, metric="manhattan", backend="exact")
+    F = check_finite_array(F, "F", ndim=2, min_rows=1, dtype=None)
+    # as knn_indices: scaled exactly so that no sum of the search overflows
+    F, _ = scaled_copy(F, limit=40 if F.dtype == np.float32 else SAFE_EXPONENT)
+    F = np.ascontiguousarray(F if F.dtype in (np.float32, np.float64) else F.astype(np.float64))
+    n = F.shape[0]
+    k = min(int(n_neighbors), n - 1)
+    if k < 1:
+        return np.empty((n, 0), dtype=np.intp)
+    if block_rows is None:
+        workers = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
+        block_rows = _row_ranges(n, F.shape[1] * F.itemsize, workers)[0][1]
+    ranges = [(lo, min(n, lo + block_rows)) for lo in range(0, n, block_rows)]
+    blocks = [client.scatter(F[lo:hi], hash=False) for lo, hi in ranges]
+    idx = np.empty((n, k), dtype=np.intp)
+    merged = []
+    for (q_lo, _), q_block in zip(ranges, blocks):
+        parts = [
+            client.submit(_knn_pair_task, q_block, r_block, k, q_lo, r_lo, pure=False)
+            for (r_lo, _), r_block in zip(ranges, blocks)
+        ]
+        while len(parts) > 1:  # a tree of merges
+            pairs = zip(parts[0::2], parts[1::2])
+            merged_parts = [client.submit(_merge_task, a, b, pure=False) for a, b in pairs]
+            parts = merged_parts + (parts[-1:] if len(parts) % 2 else [])
+        merged.append(parts[0])
+    for (lo, hi), future in zip(ranges, merged):
+        idx[lo:hi] = future.result()[1]
+    return idx

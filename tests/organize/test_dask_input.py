@@ -163,6 +163,18 @@ def test_knn_path_features_by_blocks_bit_for_bit(client):
         np.testing.assert_array_equal(blocks, whole)
 
 
+def test_exact_knn_by_pairs_of_blocks(client):
+    from skorg.graphs import knn_indices
+    from skorg.organize._dask_blocks import block_knn_l1
+
+    rng = np.random.default_rng(8)
+    F = rng.standard_normal((203, 6)).astype(np.float32)
+    F[7] = F[3]  # a duplicate: the tie goes to the smaller index in both
+    for data in (F, F.astype(np.float64) * 1e-200):
+        whole = knn_indices(data, 5, metric="manhattan", backend="exact")
+        np.testing.assert_array_equal(block_knn_l1(data, 5, block_rows=37), whole)
+
+
 def test_transform_organize_score_stay_lazy(client):
     X = _counts(64, 20, seed=6).astype(np.float64)
     est = QuestionnaireOrganizer(n_iter=1).fit(X)
