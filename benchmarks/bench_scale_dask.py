@@ -167,7 +167,6 @@ def _case(n, fit_max):
                 b = QuestionnaireOrganizer(random_state=0).fit(X)
                 out["fit_memory"] = time.perf_counter() - t
                 out["fit_equal"] = all(ta == tb for ta, tb in zip(a.trees_, b.trees_))
-                out["fit_path"] = [bool(s) for s in a.params_.get("sparse_axes", [])] or None
             workers = client.run(_peak_mib)
             out["worker_peak"] = max(workers.values())
         out["driver_peak"] = _peak_mib()
