@@ -84,7 +84,7 @@ def rebuild_step(state, axis, source_trees, iteration, from_initial=False):
     if s.sparse[axis]:
         d, A, tree = sparse_rebuild(
             state.Xe, others, axis, s.alphas, s.betas, s.epsilons[axis], s.constants[axis],
-            s.n_neighbors, s.random_state, s.n_jobs, s.methods[axis],
+            s.n_neighbors, s.random_state, s.n_jobs, s.methods[axis], s.embed,
         )  # fmt: skip
         state.distances[axis], state.affinities[axis] = d, A
         state.record(iteration, axis, tree)

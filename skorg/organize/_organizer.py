@@ -14,6 +14,8 @@ from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from .._labels import axis_labels, check_output_columns, container_kind, data_of, reorder_like
+from ._dask_blocks import block_score_ratios, check_blocks, lazy_reorder
+from ._dask_input import is_block_input, load_blocks
 from ._preprocess import PREPROCESS
 from ._presets import (
     EARLY_STOPPING,
@@ -330,7 +332,11 @@ default="auto"
             or an xarray DataArray gives its labels to ``axis_names_``; an AnnData gives
             ``X`` (sparse or dense) with its ``obs_names`` and ``var_names`` (see
             :func:`skorg.io.from_anndata` for a layer). Multiplying X by any positive
-            factor (1e-150 to 1e150 are tested) gives the same trees and orders.
+            factor (1e-150 to 1e150 are tested) gives the same trees and orders. A Dask
+            array (dense or sparse blocks), an AnnData whose X is one, or a backed AnnData
+            is read a block per task (on the ``dask.distributed`` cluster when a Client is
+            active), its memory checked first; the fit equals that of the in-memory matrix
+            (user guide, "Data in blocks").
         y : None
             Ignored.
 
@@ -340,9 +346,12 @@ default="auto"
         """
         self._validate_params()
         labels = axis_labels(X)
+        data = data_of(X)
+        if is_block_input(data):  # Dask or backed AnnData: read by tasks, memory checked first
+            data = load_blocks(data, dtype=None)
         X = validate_data(
             self,
-            data_of(X),
+            data,
             dtype=[np.float64, np.float32],
             accept_sparse=["csr", "csc"],
             allow_nd=True,
@@ -402,9 +411,12 @@ default="auto"
 
     def _check_new(self, X, *, same_rows):
         check_is_fitted(self)
+        data = data_of(X)
+        if is_block_input(data):
+            data = load_blocks(data, dtype=None)
         X = validate_data(
             self,
-            data_of(X),
+            data,
             dtype=[np.float64, np.float32],
             accept_sparse=["csr", "csc"],
             allow_nd=True,
@@ -432,6 +444,9 @@ default="auto"
             Columns named by :meth:`get_feature_names_out` (a DataFrame under
             ``set_output(transform="pandas")``).
         """
+        if is_block_input(data_of(X)):  # a lazy Dask array, columns reordered (none read)
+            Xd = check_blocks(self, data_of(X), same_rows=False)
+            return lazy_reorder(Xd, self.orders_, range(1, Xd.ndim))
         X = self._check_new(X, same_rows=False)
         if X.ndim > 2 and _get_output_config("transform", self)["dense"] != "default":
             raise ValueError(
@@ -459,6 +474,9 @@ default="auto"
         X_original : ndarray, sparse matrix or DataFrame of the same shape
         """
         check_is_fitted(self)
+        if is_block_input(X):  # a lazy Dask array, columns back in input order
+            Xd = check_blocks(self, X, same_rows=False)
+            return lazy_reorder(Xd, [None, *map(_inverse, self.orders_[1:])], range(1, Xd.ndim))
         if getattr(self, "feature_names_in_", None) is not None:
             check_output_columns(X, self.get_feature_names_out(), self)
         arr = check_array(
@@ -509,6 +527,8 @@ default="auto"
             columns reordered; a polars DataFrame with its rows and columns
             reordered; an xarray DataArray with its coordinates reordered.
         """
+        if container_kind(X) != "anndata" and is_block_input(X):  # lazy, every axis
+            return lazy_reorder(check_blocks(self, X, same_rows=True), self.orders_, range(X.ndim))
         arr = self._check_new(X, same_rows=True)
         if container_kind(X) == "anndata":
             return reorder_like(None, X, self.orders_)
@@ -541,6 +561,12 @@ default="auto"
         -------
         score : float
         """
+        if is_block_input(data_of(X)) and (basis is None or not isinstance(basis, str)
+                                           or basis != "best"):  # fmt: skip
+            # each row's ratio on the cluster, a block of rows per task (none gathered)
+            Xd = check_blocks(self, data_of(X), same_rows=False)
+            ratios = block_score_ratios(Xd, self.trees_, _score_bases(Xd, self.trees_, basis))
+            return 0.0 if ratios.size == 0 else float(-ratios.mean())
         X = self._check_new(X, same_rows=False).astype(np.float64, copy=False)
         bases = _score_bases(X, self.trees_, basis)
         if not sp.issparse(X):

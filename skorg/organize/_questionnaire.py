@@ -67,7 +67,11 @@ def questionnaire(
         same unless the data has exact ties, which rounding may break either way. The trees
         and orders do not depend on the units of X: the tree EMD steps see X scaled exactly
         (by a power of two) to largest magnitude in [0.5, 1), and the learned ``distances``
-        are returned in X's units.
+        are returned in X's units. A Dask array, or a backed AnnData, is gathered a block
+        per task after its in-memory size is checked against the memory budget (user
+        guide, "Data in blocks"); with a ``dask.distributed`` Client active, the rows'
+        tree-EMD features of the k-NN path are computed there a block of rows per task.
+        The result equals that of the in-memory matrix bit for bit.
     n_iter : int, default=3
         Number of sweeps over the axes.
     init_affinity : {"cosine", "correlation", "gaussian"} or callable, default="cosine"
@@ -237,7 +241,7 @@ default="auto"
         ordering=ordering,
         tree_method=tree_method,
     )
-    labels, X = check_data(X, check_input)
+    labels, X, embed = check_data(X, check_input)
     X, settings = resolve_settings(
         X,
         p,
@@ -255,6 +259,7 @@ default="auto"
         random_state=random_state,
         n_jobs=n_jobs,
     )
+    settings.embed = embed
     state = IterationState.start(X, settings)
     for axis in initial_axes(settings):
         initial_step(state, axis)

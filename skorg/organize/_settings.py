@@ -10,6 +10,8 @@ import scipy.sparse as sp
 from .._labels import axis_labels, data_of
 from .._sparse_input import canonical_sparse, check_sparse_matrix
 from .._validation import check_finite_array
+from ._dask_blocks import active_client, block_emd_feature_blocks
+from ._dask_input import is_block_input, load_blocks
 from ._preprocess import preprocess_data
 from ._presets import (
     _INIT_AFFINITIES,
@@ -53,6 +55,9 @@ class Settings:
     n_neighbors: int
     random_state: object
     n_jobs: int | None
+    # the rows' tree-EMD features of the k-NN path, a block of rows per task on an active
+    # dask.distributed cluster (data given in blocks); None: in this process
+    embed: object = None
 
     @property
     def n_iter(self):
@@ -76,14 +81,22 @@ class Settings:
 
 
 def check_data(X, check_input):
-    """The labels of X (or None) and its values: finite, at least 2-D, sparse canonical."""
+    """The labels of X (or None), its values (finite, at least 2-D, sparse canonical) and
+    the k-NN path's row-feature step. A Dask array or a backed AnnData is gathered a block
+    per task, its in-memory size checked against the memory budget first; with a
+    dask.distributed Client active, the rows' tree-EMD features are computed there a block
+    of rows per task (None: in this process)."""
     labels = axis_labels(X)
     X = data_of(X)
+    embed = None
+    if is_block_input(X):
+        X = load_blocks(X)
+        embed = block_emd_feature_blocks if active_client() is not None else None
     if sp.issparse(X):
         X = check_sparse_matrix(X, "X", min_rows=2) if check_input else canonical_sparse(X)
     elif check_input:
         X = check_finite_array(X, "X", min_ndim=2, min_rows=2)
-    return labels, X
+    return labels, X, embed
 
 
 def resolve_settings(

@@ -245,9 +245,11 @@ def emd_feature_blocks(X, others, axis, alphas, betas, dtype=np.float32, n_jobs=
 
 def sparse_rebuild(
     X, others, axis, alphas, betas, epsilon, tree_constant, n_neighbors, random_state, n_jobs,
-    method="flexible",
+    method="flexible", embed=None,
 ):  # fmt: skip
-    """kNN tree EMD graph, landmark eigenpairs of the dual affinity, and the tree of one axis."""
+    """kNN tree EMD graph, landmark eigenpairs of the dual affinity, and the tree of one axis
+    (``embed``: the features' function, :func:`emd_feature_blocks` or its per-block twin on
+    a Dask cluster, same signature)."""
     from ..graphs import (
         choose_landmarks,
         knn_l1_affinity,
@@ -255,7 +257,7 @@ def sparse_rebuild(
         landmark_diffusion_eigenpairs,
     )
 
-    F = emd_feature_blocks(X, others, axis, alphas, betas, np.float32, n_jobs)
+    F = (embed or emd_feature_blocks)(X, others, axis, alphas, betas, np.float32, n_jobs)
     d, A, med = knn_l1_affinity(F, epsilon, n_neighbors, "auto", random_state, n_jobs)
     eig = None
     if method == "flexible":
