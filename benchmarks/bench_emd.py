@@ -33,6 +33,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SKORG_SHARED", ROOT.parent / "shared"))
+LOAD_REPEATS = 3  # processes per side in the load mode (medians)
 ALPHA, BETA = 0.0, 1.0  # the paper's 3-D preset; the cost does not depend on them
 
 # name: (shape, compared axis, tree kind)
@@ -217,9 +218,14 @@ def load_main(names, modes):
         out = os.path.join(tmp, "D.npy")
 
         def measure(name):
-            ours = spawn(name, "skorg", paths[name], out, None)["seconds"]
-            one = spawn(name, "skorg", paths[name], out, 1)["seconds"]
-            return {"skorg": ours, "one thread": one}
+            # one run per process is at the mercy of the machine's minute: the one-thread
+            # time alone moved 3.6x between two quiet runs, so each side is the median of
+            # LOAD_REPEATS processes, the two sides alternated
+            ours, one = [], []
+            for _ in range(LOAD_REPEATS):
+                ours.append(spawn(name, "skorg", paths[name], out, None)["seconds"])
+                one.append(spawn(name, "skorg", paths[name], out, 1)["seconds"])
+            return {"skorg": float(np.median(ours)), "one thread": float(np.median(one))}
 
         threads_table(names, measure, modes)
 
