@@ -498,6 +498,9 @@ BASELINES = True  # --no-baselines: skip SciPy and scikit-learn
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--presets"]
+    if "-h" in args or "--help" in args:
+        print(__doc__)
+        sys.exit(0)
     if "--no-baselines" in args:
         BASELINES = False
         args.remove("--no-baselines")
