@@ -79,6 +79,19 @@ def _map_row_blocks(client, X, ranges, task, out, *args):
     return out
 
 
+def _row_features_on_cluster(client, X, task, others, alphas, betas, dtype, what):
+    """``task``'s features of every row of X, a block of rows per task on the cluster, their
+    memory checked before any block is sent (the width, the folders the weights keep, from
+    one row computed here)."""
+    first = task(_rows(X, 0, 1), others, alphas, betas, dtype)
+    n, n_features = X.shape[0], first.shape[1]
+    check_memory(n * n_features * dtype.itemsize, what)
+    workers = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
+    ranges = _row_ranges(n, 8 * (X.shape[1] + n_features), workers)
+    out = np.empty((n, n_features), dtype=dtype)
+    return _map_row_blocks(client, X, ranges, task, out, others, alphas, betas, dtype)
+
+
 def block_tree_emd_embedding(
     X, trees, *, axis=0, alphas=0.0, betas=1.0, dtype=np.float32, n_jobs=None, client=None
 ):
@@ -94,15 +107,10 @@ def block_tree_emd_embedding(
         return tree_emd_embedding(X, trees, axis=axis, alphas=alphas, betas=betas, dtype=dtype,
                                   n_jobs=n_jobs)  # fmt: skip
     others = list(trees) if len(trees) == 2 else [None, *trees]
-    dtype = np.dtype(dtype)
-    # the width (the folders the weights keep) from one row, computed here
-    first = _features_task(_rows(X, 0, 1), others, alphas, betas, dtype)
-    n, n_features = X.shape[0], first.shape[1]
-    check_memory(n * n_features * dtype.itemsize, "The tree-EMD features of the rows")
-    workers = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
-    ranges = _row_ranges(n, 8 * (X.shape[1] + n_features), workers)
-    out = np.empty((n, n_features), dtype=dtype)
-    return _map_row_blocks(client, X, ranges, _features_task, out, others, alphas, betas, dtype)
+    return _row_features_on_cluster(
+        client, X, _features_task, others, alphas, betas, np.dtype(dtype),
+        "The tree-EMD features of the rows",
+    )  # fmt: skip
 
 
 def _feature_blocks_task(block, others, alphas, betas, dtype):
@@ -121,15 +129,10 @@ def block_emd_feature_blocks(X, others, axis, alphas, betas, dtype=np.float32, n
     client = active_client()
     if client is None or axis != 0 or X.ndim != 2:
         return emd_feature_blocks(X, others, axis, alphas, betas, dtype, n_jobs)
-    dtype = np.dtype(dtype)
-    first = _feature_blocks_task(_rows(X, 0, 1), others, alphas, betas, dtype)
-    n, n_features = X.shape[0], first.shape[1]
-    check_memory(n * n_features * dtype.itemsize, "The k-NN path's tree-EMD features")
-    workers = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
-    ranges = _row_ranges(n, 8 * (X.shape[1] + n_features), workers)
-    out = np.empty((n, n_features), dtype=dtype)
-    return _map_row_blocks(client, X, ranges, _feature_blocks_task, out, others, alphas, betas,
-                           dtype)  # fmt: skip
+    return _row_features_on_cluster(
+        client, X, _feature_blocks_task, others, alphas, betas, np.dtype(dtype),
+        "The k-NN path's tree-EMD features",
+    )  # fmt: skip
 
 
 def _ratios_task(block, trees, bases):

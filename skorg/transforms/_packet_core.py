@@ -205,16 +205,22 @@ def _slot_costs(rows, plan, kind, power, scale):
     return np.take_along_axis(table, sl.slot_of, axis=1)
 
 
-def _callable_cost(func, level):
-    values = np.asarray(func(level.copy()), dtype=np.float64)
-    if values.shape != level.shape:
+def _callable_costs(func, values):
+    """A callable cost's value of every coefficient of ``values`` (checked: one finite cost
+    per coefficient; the callable gets a copy)."""
+    costs = np.asarray(func(values.copy()), dtype=np.float64)
+    if costs.shape != values.shape:
         raise ValueError(
             f"A callable cost must return one cost per coefficient (an array of the shape of "
-            f"its argument, {level.shape}), got shape {values.shape}."
+            f"its argument, {values.shape}), got shape {costs.shape}."
         )
-    if not np.all(np.isfinite(values)):
+    if not np.all(np.isfinite(costs)):
         raise ValueError("A callable cost returned NaN or infinity.")
-    return values.sum(axis=1)
+    return costs
+
+
+def _callable_cost(func, level):
+    return _callable_costs(func, level).sum(axis=1)
 
 
 def _reported_cost(cost, value, scale, energy):

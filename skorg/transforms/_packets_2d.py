@@ -8,7 +8,7 @@ import numpy as np
 from .._validation import pow2_scale
 from ._haar import _check_data, _check_trees
 from ._packet_basis import WaveletPacketBasis, _int_vector, parse_cost
-from ._packet_core import _reported_cost
+from ._packet_core import _callable_costs, _reported_cost
 from ._packet_plan import get_packet_plan
 from ._packet_tiling_2d import MAX_TILE_PAIRS, _Axis, check_size, search_tiling_2d
 from ._packets import (
@@ -185,15 +185,7 @@ def _check_tiling(tiling, trees, plans, name="basis"):
 def _costs(kind, power, func, values):
     a = np.abs(values)
     if func is not None:
-        out = np.asarray(func(values.copy()), dtype=np.float64)
-        if out.shape != values.shape:
-            raise ValueError(
-                f"A callable cost must return one cost per coefficient (an array of the shape of "
-                f"its argument, {values.shape}), got shape {out.shape}."
-            )
-        if not np.all(np.isfinite(out)):
-            raise ValueError("A callable cost returned NaN or infinity.")
-        return out
+        return _callable_costs(func, values)
     if kind == 0:
         return a
     if kind == 1:
